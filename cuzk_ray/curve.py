@@ -100,3 +100,15 @@ __all__ = [
     "G1_GEN", "G2_GEN", "Q_MOD", "R_MOD", "g1_points", "g2_points", "g1_array", "g2_array",
     "g1_coords", "g2_coords", "g1_from_coords", "g2_from_coords", "scalars",
 ]
+
+
+def g1_point_checked(arr: np.ndarray) -> G1Point:
+    """One G1 point from a ``uint64[1, 2, 6]`` (or ``[2, 6]``) array, checked on curve and in the
+    subgroup (arkworks raises on a bad point). For untrusted input such as proofs."""
+    raw = np.ascontiguousarray(arr, dtype="<u8").reshape(-1).tobytes()
+    return G1Point.from_xy_bytes_le(raw) if any(raw) else G1Point.identity()
+
+
+def g2_point_checked(arr: np.ndarray) -> G2Point:
+    raw = np.ascontiguousarray(arr, dtype="<u8").reshape(-1).tobytes()
+    return G2Point.from_xy_bytes_le(raw) if any(raw) else G2Point.identity()

@@ -69,9 +69,10 @@ class CsrMatrix:
         return out
 
     def row(self, j: int) -> list[tuple[int, int]]:
-        """(wire, coefficient) pairs of row j."""
+        """(wire, coefficient) pairs of row j; coefficients above r/2 shown as negatives."""
         lo, hi = self.indptr[j], self.indptr[j + 1]
-        return list(zip(self.indices[lo:hi].tolist(), limbs_to_ints(self.data[lo:hi]).tolist()))
+        coeffs = [c - R_MOD if c > R_MOD // 2 else c for c in limbs_to_ints(self.data[lo:hi]).tolist()]
+        return list(zip(self.indices[lo:hi].tolist(), coeffs))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,50 @@
+"""Compute backends with one interface: ``cpu`` (numpy + py-arkworks) and ``cuda`` (CuPy kernels).
+
+Chosen by a config string; CuPy is imported only when the cuda backend is asked for.
+"""
+
+from __future__ import annotations
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one CUDA device."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def resolve_backend_name(name: str) -> str:
+    """'cpu' | 'cuda' | 'auto' -> the backend that will run ('auto' takes cuda when usable)."""
+    if name == "auto":
+        return "cuda" if cuda_available() and _cuda_backend_class() is not None else "cpu"
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"backend={name!r} is not one of cpu, cuda, auto")
+    return name
+
+
+def _cuda_backend_class():
+    try:
+        from .cuda import CudaBackend  # noqa: F401  (the kernels issue provides it)
+    except ImportError:
+        return None
+    return CudaBackend
+
+
+def make_backend(name: str, **kwargs):
+    """Instantiate the named backend. A requested GPU that is missing fails with what to do."""
+    name = resolve_backend_name(name)
+    if name == "cpu":
+        from .cpu import CpuBackend
+
+        return CpuBackend(**kwargs)
+    cls = _cuda_backend_class()
+    if cls is None:
+        raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
+                           "use backend=cpu (or backend=auto)")
+    if not cuda_available():
+        raise RuntimeError("backend=cuda: no CUDA GPU visible to CuPy; install cupy-cuda12x or "
+                           "cupy-cuda13x (pip install -e '.[cuda13]') on a machine with a GPU, or use backend=cpu")
+    return cls(**kwargs)

@@ -1,0 +1,63 @@
+"""CPU backend: NTT/H with Python-int numpy vectors, MSMs with py-arkworks-bls12381.
+
+The backend interface (shared with the cuda backend):
+  load_key(pk) -> resident key (bases converted once and kept for every later proof)
+  compute_h(a, b, c) -> h as standard-form ``uint64[n, 4]``
+  msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
+Scalars and field vectors may be int vectors or standard-form limbs.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from .. import qap
+from ..curve import g1_points, g2_points
+from ..field import fr_to_limbs, fr_vector
+from ..groth16.keys import ProvingKey
+from ..msm import msm_g1, msm_g2
+
+
+class ResidentKey:
+    """A proving key's points as arkworks objects (the CPU analogue of bases kept in VRAM)."""
+
+    def __init__(self, pk: ProvingKey):
+        self.pk = pk
+        self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0] for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
+        self.beta_g2, self.delta_g2 = (g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
+        self.queries = {
+            "a_query": g1_points(pk.a_query),
+            "b_g1_query": g1_points(pk.b_g1_query),
+            "b_g2_query": g2_points(pk.b_g2_query),
+            "l_query": g1_points(pk.l_query),
+            "h_query": g1_points(pk.h_query),
+        }
+
+
+class CpuBackend:
+    name = "cpu"
+
+    def __init__(self, threads: int = 2):
+        # py-arkworks releases the GIL inside multiexp: MSMs in threads use several cores.
+        self.pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="cuzk-msm")
+        self._keys: dict[int, ResidentKey] = {}
+
+    def load_key(self, pk: ProvingKey) -> ResidentKey:
+        key = self._keys.get(id(pk))
+        if key is None or key.pk is not pk:
+            key = self._keys[id(pk)] = ResidentKey(pk)
+        return key
+
+    def compute_h(self, a, b, c):
+        h = qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
+        return fr_to_limbs(h)
+
+    def msm_g1(self, key: ResidentKey, query: str, scalars):
+        return msm_g1(key.queries[query], scalars)
+
+    def msm_g2(self, key: ResidentKey, query: str, scalars):
+        return msm_g2(key.queries[query], scalars)
+
+    def submit(self, fn, *args):
+        """Run fn(*args) on the backend's worker threads (for MSMs that overlap)."""
+        return self.pool.submit(fn, *args)

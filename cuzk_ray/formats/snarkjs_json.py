@@ -1,0 +1,166 @@
+"""snarkjs JSON: ``proof.json``, ``public.json``, ``verification_key.json`` (write and read).
+
+Coordinates are decimal strings of the standard form, affine with z = 1 (DESIGN.md section 4).
+Readers raise JsonFormatError with a one-line message naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from py_arkworks_bls12381 import GT
+
+from ..curve import g1_coords, g2_coords, g1_points, g2_points
+from ..field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs
+from ..groth16.keys import Proof, VerifyingKey
+
+
+class JsonFormatError(ValueError):
+    """A snarkjs JSON file is malformed; the message names the file and the field."""
+
+
+def _g1_json(arr) -> list[str]:
+    c = g1_coords(g1_points(arr)[0])
+    return ["0", "1", "0"] if c is None else [str(c[0]), str(c[1]), "1"]
+
+
+def _g2_json(arr) -> list[list[str]]:
+    c = g2_coords(g2_points(arr)[0])
+    if c is None:
+        return [["0", "0"], ["1", "0"], ["0", "0"]]
+    return [[str(c[0]), str(c[1])], [str(c[2]), str(c[3])], ["1", "0"]]
+
+
+def proof_json(proof: Proof) -> dict:
+    return {"pi_a": _g1_json(proof.a), "pi_b": _g2_json(proof.b), "pi_c": _g1_json(proof.c),
+            "protocol": "groth16", "curve": "bls12381"}
+
+
+def public_json(public) -> list[str]:
+    return [str(int(x)) for x in public]
+
+
+def _alphabeta(vk: VerifyingKey) -> list:
+    """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1].
+    arkworks serializes GT as the same tower, 12 little-endian 48-byte Fp values."""
+    e = GT.pairing(g1_points(vk.alpha_g1)[0], g2_points(vk.beta_g2)[0])
+    raw = bytes.fromhex(str(e))
+    fp = [str(int.from_bytes(raw[i : i + 48], "little")) for i in range(0, 576, 48)]
+    return [[[fp[6 * h + 2 * k], fp[6 * h + 2 * k + 1]] for k in range(3)] for h in range(2)]
+
+
+def verification_key_json(vk: VerifyingKey) -> dict:
+    return {
+        "protocol": "groth16", "curve": "bls12381", "nPublic": vk.n_public,
+        "vk_alpha_1": _g1_json(vk.alpha_g1), "vk_beta_2": _g2_json(vk.beta_g2),
+        "vk_gamma_2": _g2_json(vk.gamma_g2), "vk_delta_2": _g2_json(vk.delta_g2),
+        "vk_alphabeta_12": _alphabeta(vk),
+        "IC": [_g1_json(vk.ic[i : i + 1]) for i in range(len(vk.ic))],
+    }
+
+
+def write_json_atomic(path, obj) -> None:
+    """Write JSON to a temporary file in the same directory, then rename over ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Readers
+
+
+def _load(path) -> object:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise JsonFormatError(f"{path}: file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise JsonFormatError(f"{path}: not valid JSON ({e})") from None
+
+
+def _int(path, field, s, modulus) -> int:
+    try:
+        v = int(s)
+    except (TypeError, ValueError):
+        raise JsonFormatError(f"{path}: {field} is {s!r}, expected a decimal string") from None
+    if not 0 <= v < modulus:
+        raise JsonFormatError(f"{path}: {field} = {v} is out of range [0, {'r' if modulus == R_MOD else 'q'})")
+    return v
+
+
+def _g1_arr(path, field, v) -> np.ndarray:
+    if not (isinstance(v, list) and len(v) == 3):
+        raise JsonFormatError(f"{path}: {field} must be a list [x, y, z] of 3 decimal strings")
+    x, y, z = (_int(path, f"{field}[{i}]", v[i], Q_MOD) for i in range(3))
+    if z == 0:
+        return np.zeros((1, 2, FP_LIMBS), dtype=np.uint64)
+    if z != 1:
+        raise JsonFormatError(f"{path}: {field} has z = {z}; only affine points (z = 1) are supported")
+    return fp_to_limbs([x, y]).reshape(1, 2, FP_LIMBS)
+
+
+def _g2_arr(path, field, v) -> np.ndarray:
+    if not (isinstance(v, list) and len(v) == 3 and all(isinstance(c, list) and len(c) == 2 for c in v)):
+        raise JsonFormatError(f"{path}: {field} must be [[x0, x1], [y0, y1], [z0, z1]]")
+    vals = [_int(path, f"{field}[{i}][{j}]", v[i][j], Q_MOD) for i in range(3) for j in range(2)]
+    if vals[4:] == [0, 0]:
+        return np.zeros((1, 2, 2, FP_LIMBS), dtype=np.uint64)
+    if vals[4:] != [1, 0]:
+        raise JsonFormatError(f"{path}: {field} is not affine (z must be [1, 0])")
+    return fp_to_limbs(vals[:4]).reshape(1, 2, 2, FP_LIMBS)
+
+
+def _check_curve(path, obj):
+    if not isinstance(obj, dict):
+        raise JsonFormatError(f"{path}: expected a JSON object")
+    if obj.get("protocol", "groth16") != "groth16":
+        raise JsonFormatError(f"{path}: protocol {obj.get('protocol')!r}, only groth16 is supported")
+    curve = obj.get("curve", "bls12381")
+    if curve != "bls12381":
+        raise JsonFormatError(f"{path}: curve {curve!r}, only bls12381 is supported")
+
+
+def read_proof(path) -> Proof:
+    obj = _load(path)
+    _check_curve(path, obj)
+    for k in ("pi_a", "pi_b", "pi_c"):
+        if k not in obj:
+            raise JsonFormatError(f"{path}: field {k} is missing")
+    return Proof(a=_g1_arr(path, "pi_a", obj["pi_a"]), b=_g2_arr(path, "pi_b", obj["pi_b"]),
+                 c=_g1_arr(path, "pi_c", obj["pi_c"]))
+
+
+def read_public(path) -> list[int]:
+    obj = _load(path)
+    if not isinstance(obj, list):
+        raise JsonFormatError(f"{path}: expected a JSON list of decimal strings")
+    return [_int(path, f"[{i}]", s, R_MOD) for i, s in enumerate(obj)]
+
+
+def read_verification_key(path) -> VerifyingKey:
+    obj = _load(path)
+    _check_curve(path, obj)
+    for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
+        if k not in obj:
+            raise JsonFormatError(f"{path}: field {k} is missing")
+    if not isinstance(obj["IC"], list) or not obj["IC"]:
+        raise JsonFormatError(f"{path}: IC must be a non-empty list of G1 points")
+    if "nPublic" in obj and obj["nPublic"] != len(obj["IC"]) - 1:
+        raise JsonFormatError(f"{path}: nPublic = {obj['nPublic']} but IC has {len(obj['IC'])} points")
+    ic = np.concatenate([_g1_arr(path, f"IC[{i}]", p) for i, p in enumerate(obj["IC"])])
+    return VerifyingKey(alpha_g1=_g1_arr(path, "vk_alpha_1", obj["vk_alpha_1"]),
+                        beta_g2=_g2_arr(path, "vk_beta_2", obj["vk_beta_2"]),
+                        gamma_g2=_g2_arr(path, "vk_gamma_2", obj["vk_gamma_2"]),
+                        delta_g2=_g2_arr(path, "vk_delta_2", obj["vk_delta_2"]), ic=ic)

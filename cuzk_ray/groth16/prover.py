@@ -1,0 +1,86 @@
+"""Groth16 prover in the snarkjs convention, with layered entry points (as arkworks):
+
+  prove(pk, cs, witness, r, s, backend)          from constraint matrices + witness
+  prove_from_abc(pk, a, b, c, witness, r, s, ...) from a, b, c on the domain
+  prove_from_h(pk, h, witness, r, s, ...)        from h + witness (MSMs and assembly only)
+
+Notation: w = witness (w_0 = 1, w_1..w_p public), r and s the blinding scalars.
+  pi_a = alpha1 + sum w_i A_i + r delta1
+  pi_b = beta2  + sum w_i B2_i + s delta2         (B1 = beta1 + sum w_i B1_i + s delta1)
+  pi_c = sum_{i>p} w_i L_i + sum h_j H_j + s pi_a + r B1 - r s delta1
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+from py_arkworks_bls12381 import Scalar
+
+from .. import qap
+from ..curve import g1_array, g2_array
+from ..field import FR_LIMBS, R_MOD, fr_to_limbs, fr_vector
+from ..r1cs import ConstraintSystem
+from ..timing import StageTimes
+from .keys import Proof, ProvingKey
+
+
+def random_blinding() -> tuple[int, int]:
+    """Fresh r, s from the OS's CSPRNG."""
+    return secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+
+
+def _limbs(x) -> np.ndarray:
+    if isinstance(x, np.ndarray) and x.dtype == np.uint64:
+        return np.ascontiguousarray(x.reshape(-1, FR_LIMBS))
+    return fr_to_limbs(fr_vector(x))
+
+
+def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
+    """Proof for ``witness`` of ``cs`` (A, B, C evaluated on the CPU)."""
+    times = StageTimes() if times is None else times
+    with times.stage("abc"):
+        w = fr_vector(witness)
+        a, b, c = qap.evaluations(cs, w)
+    return prove_from_abc(pk, a, b, c, w, r, s, backend, times)
+
+
+def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
+    times = StageTimes() if times is None else times
+    if len(a) != pk.domain_size:
+        raise ValueError(f"prover: a, b, c have {len(a)} entries, the key's domain is {pk.domain_size}")
+    with times.stage("h"):
+        h = backend.compute_h(a, b, c)
+    return prove_from_h(pk, h, witness, r, s, backend, times)
+
+
+def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
+    times = StageTimes() if times is None else times
+    w, h = _limbs(witness), _limbs(h)
+    if len(w) != pk.n_wires:
+        raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
+    key = backend.load_key(pk)
+    p = pk.n_public
+
+    def timed(name, fn, *args):
+        def run():
+            with times.stage(name):
+                return fn(*args)
+        return backend.submit(run)
+
+    # The G2 MSM is the longest; start it first so the G1 MSMs overlap it.
+    jobs = {
+        "msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w),
+        "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w),
+        "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w),
+        "msm_l": timed("msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
+        "msm_h": timed("msm_h", backend.msm_g1, key, "h_query", h),
+    }
+    res = {k: f.result() for k, f in jobs.items()}
+    with times.stage("assemble"):
+        rs, ss = Scalar(r % R_MOD), Scalar(s % R_MOD)
+        pi_a = key.alpha_g1 + res["msm_a"] + key.delta_g1 * rs
+        pi_b = key.beta_g2 + res["msm_b_g2"] + key.delta_g2 * ss
+        b1 = key.beta_g1 + res["msm_b_g1"] + key.delta_g1 * ss
+        pi_c = res["msm_l"] + res["msm_h"] + pi_a * ss + b1 * rs - key.delta_g1 * Scalar(r * s % R_MOD)
+        return Proof(a=g1_array([pi_a]), b=g2_array([pi_b]), c=g1_array([pi_c]))

@@ -1,0 +1,80 @@
+"""Development (single-party, seeded, INSECURE) Groth16 setup in the snarkjs convention.
+
+Toxic waste tau, alpha, beta, gamma, delta comes from a seeded RNG, so anyone who knows the seed
+can forge proofs. It exists for tests, benchmarks and the built-in circuits; real deployments use
+a ceremony (e.g. a snarkjs .zkey). Notation follows Groth16: u_i, v_i, w_i are the QAP polynomials
+of wire i evaluated at tau.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+
+import numpy as np
+from py_arkworks_bls12381 import G1Point, G2Point
+
+from ..curve import g1_array, g2_array
+from ..field import R_MOD
+from ..msm import fixed_base_mul
+from ..qap import domain_size, h_query_scalars, lagrange_at
+from ..r1cs import ConstraintSystem, CsrMatrix
+from .keys import ProvingKey, VerifyingKey
+
+log = logging.getLogger(__name__)
+
+INSECURE_WARNING = (
+    "INSECURE development setup: the toxic waste is derived from seed {seed}; anyone who knows "
+    "the seed can forge proofs. Use a ceremony key (snarkjs .zkey) for anything real."
+)
+
+
+def _transpose_matvec(m: CsrMatrix, x: np.ndarray) -> np.ndarray:
+    """M^T x for an int vector x over the rows: sum over rows j of M[j, i] x_j, per column i."""
+    rows = np.repeat(np.arange(m.n_rows, dtype=np.int64), np.diff(m.indptr))
+    return CsrMatrix.from_coo(m.indices, rows, m.data, m.n_cols, m.n_rows).matvec(x)
+
+
+def qap_at_tau(cs: ConstraintSystem, tau: int):
+    """u_i(tau), v_i(tau), w_i(tau) for every wire, with the public-input rows appended to A."""
+    if cs.C is None:
+        raise ValueError(f"{cs.name}: the development setup needs the C matrix")
+    m, p = cs.n_constraints, cs.n_public
+    lag = lagrange_at(tau, domain_size(m, p))
+    u = _transpose_matvec(cs.A, lag[:m])
+    u[: p + 1] = (u[: p + 1] + lag[m : m + p + 1]) % R_MOD
+    return u, _transpose_matvec(cs.B, lag[:m]), _transpose_matvec(cs.C, lag[:m])
+
+
+def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None) -> ProvingKey:
+    """A proving key for cs from toxic waste derived from seed (deterministic, insecure)."""
+    log.warning(INSECURE_WARNING.format(seed=seed))
+    rng = random.Random(f"cuzk-ray dev setup {seed}")
+    tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
+    t0 = time.perf_counter()
+    u, v, w = qap_at_tau(cs, tau)
+    p = cs.n_public
+    gamma_inv, delta_inv = pow(gamma, -1, R_MOD), pow(delta, -1, R_MOD)
+    lc = (beta * u + alpha * v + w) % R_MOD
+    n = domain_size(cs.n_constraints, p)
+    h_scalars = (h_query_scalars(tau, n) * delta_inv) % R_MOD
+
+    g1, g2 = G1Point(), G2Point()
+    g1_scalars = np.concatenate([u, v, (lc[: p + 1] * gamma_inv) % R_MOD, (lc[p + 1 :] * delta_inv) % R_MOD,
+                                 h_scalars, np.array([alpha, beta, delta], dtype=object)])
+    pts = g1_array(fixed_base_mul(g1, g1_scalars))
+    m_w = cs.n_wires
+    cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
+    a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
+    g2_pts = g2_array(fixed_base_mul(g2, np.concatenate([v, np.array([beta, gamma, delta], dtype=object)])))
+    b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
+    vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
+                      delta_g2=g2_singles[2:3], ic=ic)
+    info = {"insecure_dev_setup": True, "seed": seed, "n_constraints": cs.n_constraints,
+            "setup_seconds": round(time.perf_counter() - t0, 3)}
+    info.update(meta or {})
+    pk = ProvingKey(vk=vk, beta_g1=singles[1:2], delta_g1=singles[2:3], a_query=a_q, b_g1_query=b1_q,
+                    b_g2_query=b2_q, l_query=l_q, h_query=h_q, meta=info)
+    pk.validate()
+    return pk

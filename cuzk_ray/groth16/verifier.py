@@ -1,0 +1,35 @@
+"""Groth16 verification: e(A, B) = e(alpha, beta) e(sum x_i IC_i, gamma) e(C, delta)."""
+
+from __future__ import annotations
+
+import numpy as np
+from py_arkworks_bls12381 import GT, G1Point
+
+from ..curve import g1_point_checked, g1_points, g2_point_checked, g2_points
+from ..field import R_MOD
+from ..msm import msm_g1
+from .keys import Proof, VerifyingKey
+
+
+def prepare_inputs(vk: VerifyingKey, public) -> G1Point:
+    """IC_0 + sum x_i IC_i for the public inputs x_1..x_p (each must be in [0, r))."""
+    public = [int(x) for x in public]
+    if len(public) != vk.n_public:
+        raise ValueError(f"verifier: {len(public)} public inputs given, the key expects {vk.n_public}")
+    for i, x in enumerate(public):
+        if not 0 <= x < R_MOD:
+            raise ValueError(f"verifier: public input {i + 1} is not a field element (must be in [0, r))")
+    return msm_g1(g1_points(vk.ic), [1] + public)
+
+
+def verify(vk: VerifyingKey, public, proof: Proof) -> bool:
+    """True when the proof is valid for these public inputs. Proof points are checked to be on
+    the curve and in the prime-order subgroup; a point that is not makes the proof invalid."""
+    try:
+        a, c, b = g1_point_checked(proof.a), g1_point_checked(proof.c), g2_point_checked(proof.b)
+    except Exception:  # arkworks raises its own exception type for a point off the curve
+        return False
+    acc = prepare_inputs(vk, public)
+    (alpha,) = g1_points(vk.alpha_g1)
+    beta, gamma, delta = g2_points(np.concatenate([vk.beta_g2, vk.gamma_g2, vk.delta_g2]))
+    return GT.pairing_check([-a, alpha, acc, c], [b, beta, gamma, delta])
