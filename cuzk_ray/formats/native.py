@@ -43,8 +43,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None) -> Path:
-    """Write pk (and optionally the circuit's matrices) to directory ``path`` atomically."""
+def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwrite: bool = False) -> Path:
+    """Write pk (and optionally the circuit's matrices) to directory ``path`` atomically. When
+    another process wrote the same bundle first (and not overwrite), its copy is kept."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(pk.vk, name) for name in _VK}
@@ -69,9 +70,14 @@ def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None) -> Pat
             "meta": pk.meta, "arrays": entries,
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        if path.exists():
+        if overwrite and path.exists():
             shutil.rmtree(path)
-        os.rename(tmp, path)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not (path / "manifest.json").is_file():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent writer won the race
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

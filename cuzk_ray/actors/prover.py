@@ -1,0 +1,43 @@
+"""Thin Ray actor wrappers around cuzk_ray.worker.PartitionProver (created with
+``ray.remote(...)`` at the call site, so this module does not import Ray)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+class _ProverActor:
+    def __init__(self, backend: str, pk, cs, threads: int = 2):
+        from ..worker import PartitionProver
+
+        self.worker = PartitionProver(backend, pk, cs, threads=threads)
+        self.backend_name = self.worker.backend.name
+
+    def ready(self) -> dict:
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "backend": self.backend_name}
+
+    def prove(self, batch, r: int | None = None, s: int | None = None) -> dict:
+        import ray
+
+        from ..partition import from_record_batch
+
+        t0 = time.perf_counter()
+        part = from_record_batch(batch)
+        out = self.worker.prove(part, r, s)
+        out["prover_node"] = ray.get_runtime_context().get_node_id()
+        out["synthesis_node"] = part.extra.get("synthesis_node")
+        out["times"]["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
+        out["times"]["prove_total"] = time.perf_counter() - t0
+        return out
+
+
+class CpuProver(_ProverActor):
+    """Prover actor on the CPU backend (one per node without a GPU)."""
+
+
+class GpuProver(_ProverActor):
+    """Prover actor holding (a fraction of) one GPU; the key stays resident in VRAM."""

@@ -1,0 +1,30 @@
+"""Proving keys for built-in circuits: made once by the development setup, cached on disk as
+native bundles under ``<cache_dir>/keys/<circuit id>-setup<seed>/``."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from .formats.native import load_bundle, save_bundle
+from .groth16.setup import dev_setup
+
+log = logging.getLogger(__name__)
+
+
+
+def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0):
+    """(pk, cs, path, created): load the cached bundle or run the dev setup and cache it."""
+    path = Path(cache_dir).expanduser() / "keys" / f"{circuit.circuit_id}-setup{setup_seed}"
+    if (path / "manifest.json").is_file():
+        pk, cs = load_bundle(path)
+        if cs is not None:
+            return pk, cs, path, False
+    t0 = time.perf_counter()
+    cs = circuit.build()
+    pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id})
+    save_bundle(path, pk, cs)
+    log.info("dev key for %s written to %s in %.1f s", circuit.circuit_id, path, time.perf_counter() - t0)
+    pk, cs = load_bundle(path, verify_hashes=False)
+    return pk, cs, path, True
