@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..field import FR_LIMBS, R_MOD, fr_to_limbs, int_vector, limbs_to_ints
+from ..field import FR_LIMBS, R_MOD, fr_to_limbs, limbs_to_ints
 from ..r1cs import ConstraintSystem, CsrMatrix
 
 PACK_BITS = 32
@@ -161,4 +161,4 @@ def synthesize(constraints: int, public: int = 4, field_share: float = 0.05, cir
 
 
 def public_inputs(witness: np.ndarray, public: int) -> list[int]:
-    return int_vector(limbs_to_ints(witness[1 : 1 + public]))
+    return [int(x) for x in limbs_to_ints(witness[1 : 1 + public])]

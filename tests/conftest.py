@@ -1,0 +1,46 @@
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def rng(request):
+    """A fresh random.Random per test, seeded from PYTEST_SEED (printed on failure to replay)."""
+    seed = int(os.environ.get("PYTEST_SEED", random.randrange(2**32)))
+    request.node.user_properties.append(("seed", seed))
+    r = random.Random(seed)
+    r.seed_value = seed
+    return r
+
+
+def _snarkjs_path():
+    local = ROOT / "node_modules" / ".bin" / "snarkjs"
+    return str(local) if local.exists() else shutil.which("snarkjs")
+
+
+@pytest.fixture(scope="session")
+def snarkjs():
+    """Run snarkjs 0.7.6 (installed by `npm install` in the repository, as .ci/run does)."""
+    path = _snarkjs_path()
+    if path is None:
+        pytest.fail("snarkjs not found: run `npm install` in the repository root (see README)")
+
+    def run(*args, check=False):
+        return subprocess.run([path, *args], capture_output=True, text=True, timeout=300, check=check)
+
+    return run
+
+
+def snarkjs_verify(snarkjs, vk, public, proof) -> bool:
+    res = snarkjs("groth16", "verify", str(vk), str(public), str(proof))
+    out = res.stdout + res.stderr
+    if res.returncode == 0 and "OK" in out:
+        return True
+    assert "Invalid proof" in out, f"snarkjs failed unexpectedly: {out}"
+    return False

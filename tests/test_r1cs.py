@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from cuzk_ray.field import R_MOD, int_vector
+from cuzk_ray.r1cs import ConstraintSystem, CsrMatrix, UnsatisfiedConstraint
+
+
+def _dense(m: CsrMatrix):
+    d = [[0] * m.n_cols for _ in range(m.n_rows)]
+    for j in range(m.n_rows):
+        for i, c in m.row(j):
+            d[j][i] = (d[j][i] + c) % R_MOD
+    return d
+
+
+def test_from_coo_and_matvec(rng):
+    rows, cols, vals = [], [], []
+    for _ in range(60):
+        rows.append(rng.randrange(10))
+        cols.append(rng.randrange(7))
+        vals.append(rng.choice([1, R_MOD - 1, rng.randrange(R_MOD)]))
+    m = CsrMatrix.from_coo(rows, cols, vals, 10, 7)
+    dense = [[0] * 7 for _ in range(10)]
+    for r, c, v in zip(rows, cols, vals):
+        dense[r][c] = (dense[r][c] + v) % R_MOD
+    assert _dense(m) == dense
+    w = int_vector([rng.randrange(R_MOD) for _ in range(7)])
+    assert list(m.matvec(w)) == [sum(d * int(x) for d, x in zip(row, w)) % R_MOD for row in dense]
+
+
+def test_from_coo_rejects_out_of_shape():
+    with pytest.raises(ValueError, match="outside"):
+        CsrMatrix.from_coo([0, 5], [0, 0], [1, 1], 3, 2)
+
+
+def _square_circuit():
+    # x * x = y ; y * 1 = out (public).  wires [1, out, x, y]
+    A = CsrMatrix.from_coo([0, 1], [2, 3], [1, 1], 2, 4)
+    B = CsrMatrix.from_coo([0, 1], [2, 0], [1, 1], 2, 4)
+    C = CsrMatrix.from_coo([0, 1], [3, 1], [1, 1], 2, 4)
+    return ConstraintSystem(4, 1, A, B, C, name="square")
+
+
+def test_check_accepts_and_names_first_failing_constraint():
+    cs = _square_circuit()
+    cs.check([1, 9, 3, 9])
+    with pytest.raises(UnsatisfiedConstraint, match=r"square: constraint 1 of 2 is not satisfied"):
+        cs.check([1, 10, 3, 9])
+    with pytest.raises(UnsatisfiedConstraint, match=r"constraint 0 of 2"):
+        cs.check([1, 9, 4, 9])
+    with pytest.raises(UnsatisfiedConstraint, match="witness\\[0\\] must be 1"):
+        cs.check([2, 9, 3, 9])
+    with pytest.raises(ValueError, match="witness has 3 values, the circuit has 4 wires"):
+        cs.check([1, 9, 3])
+
+
+def test_evaluate_without_c_uses_ab():
+    cs = _square_circuit()
+    cs2 = ConstraintSystem(4, 1, cs.A, cs.B, None)
+    a, b, c = cs2.evaluate([1, 9, 3, 9])
+    assert list(c) == [9, 9]
+    with pytest.raises(ValueError, match="C is not stored"):
+        cs2.check([1, 9, 3, 9])
