@@ -19,7 +19,7 @@ import numpy as np
 import ray
 
 from .actors.prover import CpuProver, GpuProver
-from .backends import resolve_backend_name
+from .backends import _cuda_backend_class, resolve_backend_name
 from .circuits import synthesize
 from .groth16.keys import ProvingKey
 from .groth16.verifier import verify
@@ -103,6 +103,11 @@ class ProvingEngine:
     def _start_provers(self, pk_ref, cs_ref, count, threads):
         if self.backend == "cuda":
             n_gpus = int(ray.cluster_resources().get("GPU", 0))
+            if _cuda_backend_class() is None:
+                raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
+                                   "use backend=cpu (or backend=auto)")
+            if n_gpus == 0:
+                raise RuntimeError("backend=cuda: the Ray cluster has no GPUs; use backend=cpu or add GPU nodes")
             cls, opts = GpuProver, {"num_gpus": 1, "num_cpus": 0}
             count = count or max(1, n_gpus)
         else:

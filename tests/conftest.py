@@ -28,8 +28,13 @@ def _snarkjs_path():
 def snarkjs():
     """Run snarkjs 0.7.6 (installed by `npm install` in the repository, as .ci/run does)."""
     path = _snarkjs_path()
+    if path is None and shutil.which("npm"):
+        # package.json pins snarkjs 0.7.6; install it on first use so `pytest` alone works.
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund"], cwd=ROOT, capture_output=True, timeout=600)
+        path = _snarkjs_path()
     if path is None:
-        pytest.fail("snarkjs not found: run `npm install` in the repository root (see README)")
+        pytest.fail("snarkjs not found and `npm install` did not provide it: install Node.js/npm and run "
+                    "`npm install` in the repository root")
 
     def run(*args, check=False):
         return subprocess.run([path, *args], capture_output=True, text=True, timeout=300, check=check)

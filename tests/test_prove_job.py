@@ -1,0 +1,104 @@
+"""The main job end to end, as a user runs it: a subprocess, real Ray, real snarkjs."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.groth16.verifier import verify
+
+from conftest import snarkjs_verify
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def run_job(*overrides, cwd=None, timeout=600):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), *overrides],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd or ROOT, env=env)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+def check_manifest(out: Path, snarkjs=None):
+    manifest = json.loads((out / "manifest.json").read_text())
+    entries = manifest["proofs"]
+    for e in entries:
+        vk = read_verification_key(out / e["verification_key"])
+        assert e["verified"] is True
+        assert verify(vk, read_public(out / e["public"]), read_proof(out / e["proof"]))
+        if snarkjs is not None:
+            assert snarkjs_verify(snarkjs, out / e["verification_key"], out / e["public"], out / e["proof"])
+    return entries
+
+
+def test_default_run_is_verified_by_snarkjs(tmp_path, cache_dir, snarkjs):
+    """`python jobs/prove.py` with the default config: one 10-partition proof."""
+    out = tmp_path / "out"
+    res = run_job(f"output_dir={out}", f"cache_dir={cache_dir}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "10 partitions verified" in res.stdout and "msm_b_g2" in res.stdout
+    entries = check_manifest(out, snarkjs)
+    assert sorted(e["partition"] for e in entries) == list(range(10))
+    assert {e["proof_id"] for e in entries} == {"proof-000"}
+    assert all(e["synthesis_node"] and e["prover_node"] for e in entries)
+    # Negative twin: snarkjs rejects a tampered proof from this run.
+    e = entries[4]
+    proof = json.loads((out / e["proof"]).read_text())
+    proof["pi_c"], proof["pi_a"] = proof["pi_a"], proof["pi_c"]
+    (tmp_path / "bad.json").write_text(json.dumps(proof))
+    assert not snarkjs_verify(snarkjs, out / e["verification_key"], out / e["public"], tmp_path / "bad.json")
+
+
+def test_batch_with_overrides(tmp_path, cache_dir):
+    out = tmp_path / "out"
+    res = run_job(f"output_dir={out}", f"cache_dir={cache_dir}", "proofs=2", "pw=3", "seed=7",
+                  "circuit.partitions=3", "circuit.constraints=256", "backend=cpu")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "created by the INSECURE dev setup" in res.stdout
+    entries = check_manifest(out)
+    assert [(e["proof_id"], e["partition"]) for e in entries] == [
+        (f"proof-{p:03d}", k) for p in range(2) for k in range(3)]
+    publics = {json.dumps(json.loads((out / e["public"]).read_text())) for e in entries}
+    assert len(publics) == 6  # every partition has its own witness
+    assert {"synthesis", "h", "msm_h", "verify"} <= set(entries[0]["seconds"])
+    assert (out / ".hydra" / "config.yaml").is_file()  # Hydra's logs go to output_dir
+    # A second run finds the key cached.
+    res2 = run_job(f"output_dir={tmp_path / 'out2'}", f"cache_dir={cache_dir}", "circuit.partitions=1",
+                   "circuit.constraints=256")
+    assert res2.returncode == 0 and "(cached" in res2.stdout
+
+
+def test_unknown_key_is_rejected(tmp_path, cache_dir):
+    res = run_job("pww=3", f"output_dir={tmp_path / 'o'}", f"cache_dir={cache_dir}")
+    assert res.returncode != 0
+    assert "pww" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_bad_circuit_size_is_one_line_error(tmp_path, cache_dir):
+    res = run_job("circuit.constraints=16", f"output_dir={tmp_path / 'o'}", f"cache_dir={cache_dir}")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == (
+        "error: circuit.constraints=16: too small for 4 public inputs (need >= 64)")
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+def test_failed_run_leaves_no_manifest(tmp_path, cache_dir):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"proofs": []}')  # from an earlier run
+    res = run_job("backend=cuda", "circuit.constraints=256", "circuit.partitions=1", f"output_dir={out}",
+                  f"cache_dir={cache_dir}")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("error: backend=cuda:")
+    assert not (out / "manifest.json").exists()
