@@ -1,28 +1,36 @@
 """The proving engine on Ray: synthesis tasks feed prover actors through a bounded pipeline.
 
     driver: for each (proof, partition), oldest proof first, lowest partition first:
-      synth:<proof>:<partition>  (Ray task, CPU)  -> Arrow RecordBatch with the witness
-      <Cpu|Gpu>Prover.prove      (Ray actor)      -> proof, public inputs, stage seconds
-      verify (driver, pairing check)              -> written only when it verifies
+      reserve the partition's host bytes (memory.host_budget; Ray does not enforce memory=)
+      synth:<proof>:<partition>  Ray task (CPU, memory=, spread over nodes) -> Arrow RecordBatch
+      <Cpu|Gpu>Prover.prove      Ray actor (least loaded)                  -> proof, stage seconds
+      verify in the driver (pairing check); release the bytes
     at most ``pw`` partitions are in flight (synthesizing, queued or proving) at any time.
+    A failed attempt (actor died, task error) is retried up to ``max_attempts``; a partition that
+    keeps failing, or whose proof does not verify, fails its proof while the others complete.
 
 Tasks receive plain dicts and ObjectRefs only (never OmegaConf objects or big values).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .actors.prover import CpuProver, GpuProver
 from .backends import _cuda_backend_class, resolve_backend_name
 from .circuits import synthesize
 from .groth16.keys import ProvingKey
 from .groth16.verifier import verify
+from .memory import HostBudget
+from .metrics import engine_metrics
 from .partition import Partition, to_record_batch
 from .r1cs import ConstraintSystem
 
@@ -30,40 +38,34 @@ log = logging.getLogger(__name__)
 
 
 class ProofFailed(RuntimeError):
-    """A partition's proof did not verify or its proving failed."""
+    """One or more proofs of a batch failed; the message names them and why."""
 
 
 def init_ray(ray_cfg: dict) -> bool:
     """Connect to ``ray.address`` / RAY_ADDRESS when given, else start an embedded Ray bound to
-    127.0.0.1. Returns True when this call started Ray (so the caller shuts it down)."""
+    127.0.0.1. Returns True when this call started or connected Ray (so the caller shuts it down)."""
     if ray.is_initialized():
         return False
-    address = ray_cfg.get("address")
     kwargs = {"logging_level": logging.WARNING, "log_to_driver": True}
     if ray_cfg.get("ship_package", True):
         # Workers on other nodes (or without the package installed) import cuzk_ray from here.
-        import os
-
         import cuzk_ray
 
         kwargs["runtime_env"] = {"py_modules": [os.path.dirname(cuzk_ray.__file__)]}
+    address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, **kwargs)
     else:
-        import os
-
-        if os.environ.get("RAY_ADDRESS"):
-            ray.init(**kwargs)
-        else:
-            ray.init(num_cpus=ray_cfg.get("num_cpus"), include_dashboard=bool(ray_cfg.get("dashboard", False)),
-                     dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1", **kwargs)
+        ray.init(address="local", num_cpus=ray_cfg.get("num_cpus"), num_gpus=ray_cfg.get("num_gpus"),
+                 include_dashboard=bool(ray_cfg.get("dashboard", False)), dashboard_host="127.0.0.1",
+                 _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"), **kwargs)
     return True
 
 
 @ray.remote(num_cpus=1)
-def _synthesize_task(spec: dict, proof_id: str, circuit_id: str):
+def _synthesize_task(spec: dict, proof_id: str, circuit_id: str, synth_fn=None):
     t0 = time.perf_counter()
-    witness = synthesize(spec)
+    witness = (synth_fn or synthesize)(spec)
     extra = {"synthesis_node": ray.get_runtime_context().get_node_id(),
              "synthesis_s": f"{time.perf_counter() - t0:.6f}"}
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
@@ -79,28 +81,72 @@ class PartitionResult:
     synthesis_node: str | None
     prover_node: str | None
     verified: bool
+    attempts: int = 1
 
 
 @dataclass
 class BatchResult:
-    results: list[PartitionResult]
+    results: list[PartitionResult]  # partitions of the proofs that completed, sorted
+    failed: dict[str, str]  # proof_id -> why it failed
     wall_s: float
     provers: list[dict] = field(default_factory=list)
     max_in_flight: int = 0
+    host_bytes_per_partition: int = 0
+    host_budget: int | None = None
+    host_peak: int = 0
+    retries: int = 0
+
+
+@dataclass(order=True)
+class _Work:
+    proof: int
+    partition: int
+    attempts: int = field(default=0, compare=False)
+    prover: int = field(default=-1, compare=False)
+
+    @property
+    def proof_id(self) -> str:
+        return f"proof-{self.proof:03d}"
+
+
+def partition_host_bytes(circuit, backend: str, domain_size: int | None = None) -> int:
+    """Host bytes one in-flight partition holds: its witness (the Arrow batch in the object store),
+    plus a, b, c (domain x 32 B each) while a CPU prover evaluates them."""
+    domain = domain_size or circuit.domain_size()
+    return circuit.witness_bytes() + (3 * domain * 32 if backend == "cpu" else 0)
+
+
+def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> None:
+    if host_budget is not None and host_budget < part_bytes:
+        raise ValueError(f"memory.host_budget={host_budget} B is below one partition "
+                         f"({part_bytes} B for {circuit_id})")
 
 
 class ProvingEngine:
-    """Drives a batch of proofs of one circuit through synthesis tasks and prover actors."""
+    """Drives batches of proofs of one circuit through synthesis tasks and prover actors."""
 
-    def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto",
-                 pw: int = 2, provers: int | None = None, threads: int = 2):
-        self.circuit, self.pw = circuit, max(1, int(pw))
+    def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", pw: int = 2,
+                 provers: int | None = None, threads: int = 2, host_budget: int | None = None,
+                 gpu_workers_per_device: int = 1, max_attempts: int = 3, max_restarts: int = 3):
+        self.circuit, self.pk = circuit, pk
         self.backend = resolve_backend_name(backend)
-        self.pk = pk
+        self.max_attempts = max(1, int(max_attempts))
+        self.part_bytes = partition_host_bytes(circuit, self.backend, pk.domain_size)
+        check_budget(host_budget, self.part_bytes, circuit.circuit_id)
+        self.budget = HostBudget(host_budget)
+        self.pw = max(1, int(pw))
+        if host_budget is not None:
+            self.pw = min(self.pw, host_budget // self.part_bytes)
+        self.metrics = engine_metrics()
         pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
-        self.provers = self._start_provers(pk_ref, cs_ref, provers, threads)
+        self.provers, self.prover_info = self._start_provers(pk_ref, cs_ref, provers, threads,
+                                                             gpu_workers_per_device, max_restarts)
+        self.load = [0] * len(self.provers)
 
-    def _start_provers(self, pk_ref, cs_ref, count, threads):
+    # -- actors -------------------------------------------------------------------------------
+
+    def _start_provers(self, pk_ref, cs_ref, count, threads, gpw, max_restarts):
+        opts = {"max_restarts": max_restarts, "max_task_retries": 0}  # the engine re-runs partitions
         if self.backend == "cuda":
             n_gpus = int(ray.cluster_resources().get("GPU", 0))
             if _cuda_backend_class() is None:
@@ -108,60 +154,128 @@ class ProvingEngine:
                                    "use backend=cpu (or backend=auto)")
             if n_gpus == 0:
                 raise RuntimeError("backend=cuda: the Ray cluster has no GPUs; use backend=cpu or add GPU nodes")
-            cls, opts = GpuProver, {"num_gpus": 1, "num_cpus": 0}
-            count = count or max(1, n_gpus)
+            gpw = max(1, int(gpw))
+            cls, count = GpuProver, count or n_gpus * gpw
+            placements = [dict(opts, num_gpus=1.0 / gpw, num_cpus=0) for _ in range(count)]
         else:
-            cls, opts = CpuProver, {"num_cpus": 1}
-            count = count or 1
-        actor_cls = ray.remote(**opts)(cls)
-        actors = [actor_cls.options(name=f"{cls.__name__}-{i}-{id(self):x}").remote(self.backend, pk_ref, cs_ref, threads)
-                  for i in range(count)]
+            cls = CpuProver
+            nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+            count = count or len(nodes)
+            placements = []
+            for i in range(count):  # one per node by default, round-robin beyond
+                node = nodes[i % len(nodes)]["NodeID"]
+                placements.append(dict(opts, num_cpus=1,
+                                       scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=True)))
+        tag = f"{os.getpid()}-{id(self):x}"
+        actors = [ray.remote(cls).options(name=f"{cls.__name__}-{i}-{tag}", **p).remote(self.backend, pk_ref, cs_ref,
+                                                                                         threads)
+                  for i, p in enumerate(placements)]
         try:
-            self.prover_info = ray.get([a.ready.remote() for a in actors], timeout=600)
+            info = ray.get([a.ready.remote() for a in actors], timeout=600)
         except ray.exceptions.GetTimeoutError:
             raise RuntimeError(f"{cls.__name__}: actors not ready after 600 s (is the cluster short of "
                                f"{'GPUs' if self.backend == 'cuda' else 'CPUs'}?)") from None
-        return actors
+        return actors, info
 
-    def run(self, proofs: int, seed: int = 0, progress=None) -> BatchResult:
-        """Prove ``proofs`` proofs (each circuit.partitions partitions); every partition verified."""
-        queue = [(p, k) for p in range(proofs) for k in range(self.circuit.partitions)]
-        queue.reverse()  # pop() takes the oldest proof, lowest partition first
+    def shutdown(self):
+        for a in self.provers:
+            ray.kill(a, no_restart=True)
+
+    # -- pipeline -----------------------------------------------------------------------------
+
+    def run(self, proofs: int, seed: int = 0, progress=None, synth_fn=None) -> BatchResult:
+        """Prove ``proofs`` proofs of circuit.partitions partitions each; every partition verified.
+
+        ``progress(result, done, total)`` is called after each verified partition.
+        ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures)."""
+        parts = self.circuit.partitions
+        pending = [_Work(p, k) for p in range(proofs) for k in range(parts)]
+        heapq.heapify(pending)  # oldest proof first, lowest partition first (retries too)
         in_flight: dict = {}
-        results, t0, max_in_flight, next_actor = [], time.perf_counter(), 0, 0
-        while queue or in_flight:
-            while queue and len(in_flight) < self.pw:
-                p, k = queue.pop()
-                proof_id = f"proof-{p:03d}"
-                spec = self.circuit.synth_spec(seed, p, k)
-                batch = _synthesize_task.options(name=f"synth:{proof_id}:{k}").remote(
-                    spec, proof_id, self.circuit.circuit_id)
-                actor = self.provers[next_actor % len(self.provers)]
-                next_actor += 1
-                in_flight[actor.prove.remote(batch)] = (proof_id, k)
+        done_parts: dict[str, list[PartitionResult]] = {}
+        failed: dict[str, str] = {}
+        t0, max_in_flight, retries, n_done = time.perf_counter(), 0, 0, 0
+        m = self.metrics
+        tags = {"circuit": self.circuit.circuit_id}
+        while pending or in_flight:
+            while pending and len(in_flight) < self.pw and self.budget.fits(self.part_bytes):
+                work = heapq.heappop(pending)
+                if work.proof_id in failed:
+                    continue
+                self.budget.reserve(self.part_bytes)
+                in_flight[self._submit(work, seed, synth_fn)] = work
                 max_in_flight = max(max_in_flight, len(in_flight))
-            done, _ = ray.wait(list(in_flight), num_returns=1)
-            proof_id, k = in_flight.pop(done[0])
-            out = ray.get(done[0])
-            res = self._check(out)
-            results.append(res)
+            m["in_flight"].set(len(in_flight))
+            m["host_bytes"].set(self.budget.reserved)
+            if not in_flight:
+                break
+            (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+            work = in_flight.pop(ref)
+            self.budget.release(self.part_bytes)
+            self.load[work.prover] -= 1
+            try:
+                out = ray.get(ref)
+            except (ray.exceptions.RayError, ValueError) as e:  # actor died, task raised, object lost
+                m["partitions_failed"].inc(tags=tags)
+                work.attempts += 1
+                reason = _short(e)
+                if work.attempts < self.max_attempts:
+                    retries += 1
+                    log.warning("%s partition %d: attempt %d failed (%s); retrying", work.proof_id,
+                                work.partition, work.attempts, reason)
+                    heapq.heappush(pending, work)
+                else:
+                    failed.setdefault(work.proof_id, f"partition {work.partition} failed {work.attempts} times: {reason}")
+                continue
+            res = self._check(out, work)
+            if res is None:
+                failed.setdefault(work.proof_id, f"partition {work.partition}: the proof does not verify "
+                                                 f"(does the witness satisfy the circuit?)")
+                continue
+            for st, sec in res.times.items():
+                if np.isfinite(sec):
+                    m["stage_seconds"].observe(sec, tags={"stage": st})
+            m["partitions_done"].inc(tags=tags)
+            got = done_parts.setdefault(work.proof_id, [])
+            got.append(res)
+            if len(got) == parts:
+                m["proofs_done"].inc(tags=tags)
+            n_done += 1
             if progress:
-                progress(res, len(results), proofs * self.circuit.partitions)
-        results.sort(key=lambda r: (r.proof_id, r.partition))
-        return BatchResult(results, time.perf_counter() - t0, self.prover_info, max_in_flight)
+                progress(res, n_done, proofs * parts)
+        m["in_flight"].set(0)
+        m["host_bytes"].set(0)
+        results = sorted((r for pid, rs in done_parts.items() if pid not in failed and len(rs) == parts for r in rs),
+                         key=lambda r: (r.proof_id, r.partition))
+        return BatchResult(results, failed, time.perf_counter() - t0, self.prover_info, max_in_flight,
+                           self.part_bytes, self.budget.limit, self.budget.peak, retries)
 
-    def _check(self, out: dict) -> PartitionResult:
+    def _submit(self, work: _Work, seed: int, synth_fn):
+        spec = self.circuit.synth_spec(seed, work.proof, work.partition)
+        batch = _synthesize_task.options(name=f"synth:{work.proof_id}:{work.partition}", memory=self.part_bytes,
+                                         scheduling_strategy="SPREAD").remote(
+            spec, work.proof_id, self.circuit.circuit_id, synth_fn)
+        work.prover = int(np.argmin(self.load))
+        self.load[work.prover] += 1
+        return self.provers[work.prover].prove.remote(batch)
+
+    def _check(self, out: dict, work: _Work) -> PartitionResult | None:
         t0 = time.perf_counter()
         ok = verify(self.pk.vk, out["public"], out["proof"])
         out["times"]["verify"] = time.perf_counter() - t0
         if not ok:
-            raise ProofFailed(f"{out['proof_id']} partition {out['partition']}: the proof does not verify")
+            return None
         return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
-                               out.get("synthesis_node"), out.get("prover_node"), ok)
+                               out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1)
 
-    def shutdown(self):
-        for a in self.provers:
-            ray.kill(a)
+
+def _short(e: BaseException) -> str:
+    """The last meaningful line of a (possibly remote) exception."""
+    cause = getattr(e, "cause", None)
+    if cause is not None and not isinstance(cause, ray.exceptions.RayError):
+        return f"{type(cause).__name__}: {cause}"
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]
 
 
 def stage_table(results: list[PartitionResult], wall_s: float) -> str:

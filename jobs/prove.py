@@ -2,7 +2,8 @@
 
 With no arguments: the built-in PoRep-shaped circuit (10 partitions), a cached development key
 (made on first use), one proof on an embedded Ray (CPU when there is no GPU), every partition
-verified, outputs and manifest.json in output_dir, and a per-stage table.
+verified, outputs and manifest.json in output_dir, and a per-stage table. On a cluster:
+`ray job submit --working-dir . -- python jobs/prove.py pw=12` (or set RAY_ADDRESS).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig, OmegaConf
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
+import hydra  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from cuzk_ray.config import register  # noqa: E402
+
+register()
 log = logging.getLogger("cuzk_ray.prove")
 
 
@@ -25,22 +29,28 @@ def run(cfg: dict) -> int:
 
     from cuzk_ray import outputs
     from cuzk_ray.circuits import make_circuit
-    from cuzk_ray.engine import ProvingEngine, init_ray, stage_table
+    from cuzk_ray.backends import resolve_backend_name
+    from cuzk_ray.engine import ProofFailed, ProvingEngine, check_budget, init_ray, partition_host_bytes, stage_table
     from cuzk_ray.keystore import ensure_dev_key
+    from cuzk_ray.memory import parse_bytes
 
     t_start = time.perf_counter()
     circuit = make_circuit(cfg["circuit"])
+    budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
+    check_budget(budget, partition_host_bytes(circuit, resolve_backend_name(cfg["backend"])), circuit.circuit_id)
     out_dir = outputs.begin(cfg["output_dir"])
     t0 = time.perf_counter()
     pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
-    key_s = time.perf_counter() - t0
-    print(f"key: {key_path} ({'created by the INSECURE dev setup' if created else 'cached'}, {key_s:.1f} s)")
+    print(f"key: {key_path} ({'created by the INSECURE dev setup' if created else 'cached'}, "
+          f"{time.perf_counter() - t0:.1f} s)")
     started = init_ray(cfg["ray"])
     try:
-        engine = ProvingEngine(pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"],
-                               provers=cfg["provers"], threads=cfg["cpu_threads"])
-        print(f"provers: {', '.join(p['backend'] for p in engine.prover_info)}; "
-              f"{cfg['proofs']} proof(s) x {circuit.partitions} partitions of {circuit.circuit_id}")
+        engine = ProvingEngine(pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
+                               threads=cfg["cpu_threads"], host_budget=budget,
+                               gpu_workers_per_device=cfg["gpu_workers_per_device"],
+                               max_attempts=cfg["max_attempts"])
+        print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {cfg['proofs']} proof(s) x "
+              f"{circuit.partitions} partitions of {circuit.circuit_id}")
 
         def progress(res, done, total):
             print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
@@ -50,12 +60,16 @@ def run(cfg: dict) -> int:
     finally:
         if started:
             ray.shutdown()
-    manifest = outputs.write_batch(out_dir, pk.vk, batch.results, {
-        "circuit": circuit.circuit_id, "backend": engine.backend, "key": str(key_path),
-        "wall_seconds": round(batch.wall_s, 3)})
+    info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": str(key_path),
+            "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
+            "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,
+            "failed": batch.failed}
+    manifest = outputs.write_batch(out_dir, pk.vk, batch.results, info) if batch.results else None
     print(stage_table(batch.results, batch.wall_s))
     print(f"total {time.perf_counter() - t_start:.1f} s; {len(batch.results)} partitions verified; "
           f"manifest: {manifest}")
+    if batch.failed:
+        raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
     return 0
 
 

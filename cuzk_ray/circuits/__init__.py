@@ -43,6 +43,9 @@ class PorepCircuit:
                 "field_share": self.field_share, "circuit_seed": self.circuit_seed,
                 "seed": seed, "proof": proof, "partition": partition}
 
+    def domain_size(self) -> int:
+        return self.constraints
+
     def witness_bytes(self) -> int:
         return porep.PorepLayout.make(self.constraints, self.public, self.field_share).n_wires * 32
 

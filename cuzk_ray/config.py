@@ -1,0 +1,57 @@
+"""The job's configuration schema (Hydra structured config): unknown keys and values of the wrong
+type are rejected before anything runs (`pww=3`, `pw=abc`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class CircuitConf:
+    kind: str = "porep"
+    partitions: int = 10
+    constraints: int = 8192
+    public: int = 4
+    field_share: float = 0.05
+    circuit_seed: int = 0
+
+
+@dataclass
+class RayConf:
+    address: Optional[str] = None  # connect here (RAY_ADDRESS works too); else an embedded Ray
+    num_cpus: Optional[int] = None  # embedded Ray only
+    num_gpus: Optional[int] = None  # embedded Ray only
+    dashboard: bool = False  # embedded Ray only, bound to 127.0.0.1
+    ship_package: bool = True  # runtime_env py_modules: workers import this cuzk_ray
+    metrics_export_port: Optional[int] = None  # embedded Ray only: Prometheus endpoint
+
+
+@dataclass
+class MemoryConf:
+    host_budget: Optional[str] = None  # e.g. 64GiB; bytes of in-flight partitions on the host
+
+
+@dataclass
+class ProveConf:
+    output_dir: str = "outputs/prove"
+    backend: str = "auto"
+    proofs: int = 1
+    pw: int = 2
+    gpu_workers_per_device: int = 1
+    provers: Optional[int] = None
+    cpu_threads: int = 2
+    max_attempts: int = 3
+    seed: int = 0
+    setup_seed: int = 0
+    cache_dir: str = "~/.cache/cuzk-ray"
+    circuit: CircuitConf = field(default_factory=CircuitConf)
+    ray: RayConf = field(default_factory=RayConf)
+    memory: MemoryConf = field(default_factory=MemoryConf)
+    hardware: Any = None  # name of the hardware profile in use (set by conf/hardware/*.yaml)
+
+
+def register() -> None:
+    ConfigStore.instance().store(name="prove_schema", node=ProveConf)

@@ -1,0 +1,148 @@
+"""The Ray engine on the CPU with a real embedded Ray: batches, the host budget, a killed prover
+actor, partitions that keep failing, and metrics."""
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import ray
+
+from cuzk_ray.circuits import PorepCircuit
+from cuzk_ray.engine import ProvingEngine
+from cuzk_ray.groth16.setup import dev_setup
+from cuzk_ray.groth16.verifier import verify
+
+pytestmark = pytest.mark.ray
+
+CIRCUIT = PorepCircuit(constraints=256, partitions=3)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1",
+             runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def key():
+    cs = CIRCUIT.build()
+    return dev_setup(cs, 11), cs
+
+
+def test_batch_of_proofs_all_verified_in_order(ray_local, key):
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=3)
+    seen = []
+    batch = engine.run(3, seed=4, progress=lambda r, d, t: seen.append((d, t)))
+    engine.shutdown()
+    assert not batch.failed and batch.retries == 0
+    assert [(r.proof_id, r.partition) for r in batch.results] == [
+        (f"proof-{p:03d}", k) for p in range(3) for k in range(3)]
+    assert seen[-1] == (9, 9)
+    for r in batch.results:
+        assert r.verified and verify(pk.vk, r.public, r.proof)
+        assert r.synthesis_node and r.prover_node
+        assert {"synthesis", "abc", "h", "msm_b_g2", "verify"} <= set(r.times)
+    assert len({tuple(r.public) for r in batch.results}) == 9
+    assert 1 <= batch.max_in_flight <= 3
+
+
+def test_host_budget_bounds_in_flight_partitions(ray_local, key):
+    pk, cs = key
+    probe = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=1, provers=1)
+    part = probe.part_bytes
+    probe.shutdown()
+    budget = int(2.5 * part)
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=8, host_budget=budget)
+    assert engine.pw == 2
+    batch = engine.run(2, seed=1)
+    engine.shutdown()
+    assert len(batch.results) == 6 and not batch.failed
+    assert batch.max_in_flight * batch.host_bytes_per_partition <= budget
+    assert 0 < batch.host_peak <= budget and engine.budget.violations == 0
+    assert engine.budget.reserved == 0
+    with pytest.raises(ValueError, match="memory.host_budget=100 B is below one partition"):
+        ProvingEngine(pk, cs, CIRCUIT, backend="cpu", host_budget=100)
+
+
+def test_killed_prover_actor_mid_batch_is_restarted(ray_local, key):
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=3, provers=1)
+    pid = engine.prover_info[0]["pid"]
+    killed = []
+
+    def progress(res, done, total):
+        if not killed:
+            os.kill(pid, signal.SIGKILL)  # the prover's process dies with partitions in flight
+            killed.append(done)
+
+    batch = engine.run(3, seed=2, progress=progress)
+    new_pid = ray.get(engine.provers[0].ready.remote())["pid"]
+    engine.shutdown()
+    assert killed and new_pid != pid
+    assert not batch.failed and len(batch.results) == 9
+    assert batch.retries >= 1 and any(r.attempts > 1 for r in batch.results)
+    assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+
+
+def test_partition_that_keeps_failing_fails_only_its_proof(ray_local, key):
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, max_attempts=2)
+
+    def flaky_synth(spec):  # defined here so Ray ships it by value
+        from cuzk_ray.circuits import synthesize
+
+        if spec["proof"] == 1 and spec["partition"] == 2:
+            raise OSError("disk read error (injected)")
+        return synthesize(spec)
+
+    batch = engine.run(3, seed=3, synth_fn=flaky_synth)
+    engine.shutdown()
+    assert set(batch.failed) == {"proof-001"}
+    assert "partition 2 failed 2 times" in batch.failed["proof-001"]
+    assert "disk read error (injected)" in batch.failed["proof-001"]
+    assert sorted({r.proof_id for r in batch.results}) == ["proof-000", "proof-002"]
+    assert len(batch.results) == 6
+
+
+def test_unsatisfied_witness_fails_its_proof_without_retries(ray_local, key):
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2)
+
+    def bad_synth(spec):
+        from cuzk_ray.circuits import synthesize
+
+        w = synthesize(spec).copy()
+        if spec["proof"] == 0 and spec["partition"] == 1:
+            w[-1, 0] ^= 3  # breaks one constraint
+        return w
+
+    batch = engine.run(2, seed=5, synth_fn=bad_synth)
+    engine.shutdown()
+    assert batch.failed == {"proof-000": "partition 1: the proof does not verify "
+                                         "(does the witness satisfy the circuit?)"}
+    assert batch.retries == 0
+    assert {r.proof_id for r in batch.results} == {"proof-001"}
+
+
+def test_named_actors_and_tasks(ray_local, key):
+    from ray.util.state import list_actors, list_tasks
+
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2)
+    engine.run(1, seed=6)
+    address = ray.get_runtime_context().gcs_address  # this session's, not /tmp/ray's latest
+    actors = [a for a in list_actors(address=address, filters=[("state", "=", "ALIVE")]) if a.class_name == "CpuProver"]
+    engine.shutdown()
+    assert actors and all(a.name.startswith("CpuProver-") for a in actors)
+    want = {f"synth:proof-000:{k}" for k in range(3)}
+    for _ in range(30):  # task events reach the GCS asynchronously (about once a second)
+        names = {t.name for t in list_tasks(address=address, limit=1000)}
+        if want <= names:
+            break
+        time.sleep(0.5)
+    assert want <= names
