@@ -1,0 +1,81 @@
+"""A real multi-node Ray cluster on this machine for tests: `ray start --head` plus workers, each
+in its own process group bound to 127.0.0.1, stopped by process group id (never `ray stop`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalCluster:
+    def __init__(self, tmp: Path, nodes: int = 2, cpus: int = 2, gpus: int = 0, metrics_port: int | None = None):
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen] = []
+        self.env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
+                        RAY_metrics_report_interval_ms="1000")  # metrics reach Prometheus within ~1 s
+        self.env.pop("RAY_ADDRESS", None)
+        ray_bin = str(Path(sys.executable).with_name("ray"))
+        common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--block",
+                  "--disable-usage-stats"]
+        head = [ray_bin, "start", "--head", f"--port={self.port}", "--include-dashboard=false",
+                f"--ray-client-server-port={free_port()}", *common]
+        if metrics_port:
+            head.append(f"--metrics-export-port={metrics_port}")
+        self._spawn(head, tmp / "head.log")
+        self._wait_nodes(1)
+        for i in range(nodes - 1):
+            self._spawn([ray_bin, "start", f"--address={self.address}", *common], tmp / f"worker{i}.log")
+        self._wait_nodes(nodes)
+
+    def _spawn(self, cmd, log: Path):
+        f = open(log, "w")
+        self.procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=self.env,
+                                           start_new_session=True))
+
+    def alive_nodes(self) -> int:
+        code = ("import ray;ray.init(address='%s',logging_level='ERROR');"
+                "print(sum(n['Alive'] for n in ray.nodes()))" % self.address)
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=self.env, timeout=60)
+        return int(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 and res.stdout.strip() else 0
+
+    def _wait_nodes(self, n: int, timeout: float = 90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(p.poll() is not None for p in self.procs):
+                raise RuntimeError("a `ray start` process exited; see its log in the test's tmp dir")
+            if self.alive_nodes() >= n:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"cluster did not reach {n} nodes in {timeout} s")
+
+    def stop(self):
+        """SIGTERM each node's process group, then SIGKILL whatever is left."""
+        for p in reversed(self.procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.time() + 15
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=10)

@@ -1,0 +1,67 @@
+"""`python jobs/prove.py` against a real two-node cluster started by the test (RAY_ADDRESS set)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from cluster import LocalCluster, free_port
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.groth16.verifier import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    metrics_port = free_port()
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"), nodes=2, cpus=2, metrics_port=metrics_port)
+    c.metrics_port = metrics_port
+    yield c
+    c.stop()
+
+
+def test_job_on_two_nodes_uses_both_and_exports_metrics(cluster, tmp_path):
+    out = tmp_path / "out"
+    env = dict(cluster.env, RAY_ADDRESS=cluster.address)
+    job = subprocess.Popen([sys.executable, str(ROOT / "jobs" / "prove.py"), "proofs=3", "pw=2",
+                            "circuit.constraints=1024", "circuit.partitions=10", f"output_dir={out}",
+                            f"cache_dir={tmp_path / 'cache'}"], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen, wanted = set(), {"ray_cuzk_partitions_done_total", "ray_cuzk_stage_seconds_bucket",
+                           "ray_cuzk_partitions_in_flight", "ray_cuzk_host_bytes_reserved"}
+    seen_running = set()
+    deadline = None
+    while not wanted <= seen:  # scrape the head node's Prometheus endpoint while the job runs
+        running = job.poll() is None
+        if not running:
+            deadline = deadline or time.time() + 20
+            if time.time() > deadline:
+                break
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{cluster.metrics_port}/metrics", timeout=5).read().decode()
+            names = {line.split("{")[0].split(" ")[0] for line in body.splitlines() if line.startswith("ray_cuzk_")}
+            seen |= names
+            if running:
+                seen_running |= names
+        except OSError:
+            pass
+        time.sleep(0.5)
+    job.wait(timeout=300)
+    log = job.stdout.read()
+    assert job.returncode == 0, log
+    manifest = json.loads((out / "manifest.json").read_text())
+    entries = manifest["proofs"]
+    assert len(entries) == 30
+    assert len({e["prover_node"] for e in entries}) == 2  # one CpuProver per node
+    assert len({e["synthesis_node"] for e in entries}) == 2  # synthesis spread over both
+    vk = read_verification_key(out / "verification_key.json")
+    assert all(verify(vk, read_public(out / e["public"]), read_proof(out / e["proof"])) for e in entries)
+    assert wanted <= seen, sorted(seen)
+    assert seen_running, "no ray_cuzk_ metric was exported while the job ran"
