@@ -19,7 +19,8 @@ def free_port() -> int:
 
 
 class LocalCluster:
-    def __init__(self, tmp: Path, nodes: int = 2, cpus: int = 2, gpus: int = 0, metrics_port: int | None = None):
+    def __init__(self, tmp: Path, nodes: int = 2, cpus: int = 2, gpus: int = 0, metrics_port: int | None = None,
+                 dashboard: bool = False):
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
@@ -29,7 +30,10 @@ class LocalCluster:
         ray_bin = str(Path(sys.executable).with_name("ray"))
         common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--block",
                   "--disable-usage-stats"]
-        head = [ray_bin, "start", "--head", f"--port={self.port}", "--include-dashboard=false",
+        self.dashboard_port = free_port() if dashboard else None
+        dash = ([f"--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
+                if dashboard else ["--include-dashboard=false"])
+        head = [ray_bin, "start", "--head", f"--port={self.port}", *dash,
                 f"--ray-client-server-port={free_port()}", *common]
         if metrics_port:
             head.append(f"--metrics-export-port={metrics_port}")

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     metrics_port = free_port()
-    c = LocalCluster(tmp_path_factory.mktemp("cluster"), nodes=2, cpus=2, metrics_port=metrics_port)
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"), nodes=2, cpus=2, metrics_port=metrics_port, dashboard=True)
     c.metrics_port = metrics_port
     yield c
     c.stop()
@@ -65,3 +65,18 @@ def test_job_on_two_nodes_uses_both_and_exports_metrics(cluster, tmp_path):
     assert all(verify(vk, read_public(out / e["public"]), read_proof(out / e["proof"])) for e in entries)
     assert wanted <= seen, sorted(seen)
     assert seen_running, "no ray_cuzk_ metric was exported while the job ran"
+
+
+def test_ray_job_submit_runs_the_same_job(cluster, tmp_path):
+    """`ray job submit --working-dir . -- python jobs/prove.py ...` (the package ships with the job)."""
+    out = tmp_path / "out"
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    res = subprocess.run([ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{cluster.dashboard_port}",
+                          "--working-dir", str(ROOT), "--", "python", "jobs/prove.py", "proofs=1", "pw=2",
+                          "circuit.constraints=256", "circuit.partitions=4", f"output_dir={out}",
+                          f"cache_dir={tmp_path / 'cache'}"], capture_output=True, text=True, env=cluster.env,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "succeeded" in res.stdout + res.stderr
+    entries = json.loads((out / "manifest.json").read_text())["proofs"]
+    assert len(entries) == 4 and all(e["verified"] for e in entries)
