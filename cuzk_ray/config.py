@@ -37,6 +37,7 @@ class MemoryConf:
 @dataclass
 class ProveConf:
     output_dir: str = "outputs/prove"
+    engine: str = "ray"  # ray (embedded or a cluster) | local (in this process, no Ray: small single jobs)
     backend: str = "auto"
     proofs: int = 1
     pw: int = 2

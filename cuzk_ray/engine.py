@@ -289,3 +289,54 @@ def stage_table(results: list[PartitionResult], wall_s: float) -> str:
             lines.append(f"{st:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}")
     lines.append(f"{'wall':<12}{'':>10}{wall_s:>10.3f}   ({len(results)} partitions)")
     return "\n".join(lines)
+
+
+class LocalEngine:
+    """The same pipeline in this process, without Ray: synthesis, proving and verification one
+    partition after another. For a single small job Ray's start-up (seconds) would dominate; the
+    output (BatchResult) and failure semantics are those of ProvingEngine."""
+
+    def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", threads: int = 2,
+                 **_ignored):
+        from .worker import PartitionProver
+
+        self.circuit, self.pk = circuit, pk
+        self.backend = resolve_backend_name(backend)
+        self.worker = PartitionProver(self.backend, pk, cs, threads=threads)
+        self.provers = [self.worker]
+        self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name}]
+        self.pw = 1
+        self.part_bytes = partition_host_bytes(circuit, self.backend, pk.domain_size)
+
+    def run(self, proofs: int, seed: int = 0, progress=None, synth_fn=None) -> BatchResult:
+        t0 = time.perf_counter()
+        results, failed, n_done = [], {}, 0
+        for p in range(proofs):
+            for k in range(self.circuit.partitions):
+                work = _Work(p, k)
+                if work.proof_id in failed:
+                    break
+                try:
+                    t_s = time.perf_counter()
+                    witness = (synth_fn or synthesize)(self.circuit.synth_spec(seed, p, k))
+                    synth_s = time.perf_counter() - t_s
+                    out = self.worker.prove(Partition(work.proof_id, k, self.circuit.circuit_id, witness))
+                except (ValueError, OSError) as e:
+                    failed[work.proof_id] = f"partition {k} failed: {type(e).__name__}: {e}"
+                    break
+                out["times"]["synthesis"] = synth_s
+                out["synthesis_node"] = out["prover_node"] = "local"
+                res = ProvingEngine._check(self, out, work)
+                if res is None:
+                    failed[work.proof_id] = (f"partition {k}: the proof does not verify "
+                                             f"(does the witness satisfy the circuit?)")
+                    break
+                results.append(res)
+                n_done += 1
+                if progress:
+                    progress(res, n_done, proofs * self.circuit.partitions)
+        results = [r for r in results if r.proof_id not in failed]
+        return BatchResult(results, failed, time.perf_counter() - t0, self.prover_info, 1, self.part_bytes)
+
+    def shutdown(self):
+        pass

@@ -30,11 +30,14 @@ def run(cfg: dict) -> int:
     from cuzk_ray import outputs
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.backends import resolve_backend_name
-    from cuzk_ray.engine import ProofFailed, ProvingEngine, check_budget, init_ray, partition_host_bytes, stage_table
+    from cuzk_ray.engine import (LocalEngine, ProofFailed, ProvingEngine, check_budget, init_ray, partition_host_bytes,
+                                 stage_table)
     from cuzk_ray.keystore import ensure_dev_key
     from cuzk_ray.memory import parse_bytes
 
     t_start = time.perf_counter()
+    if cfg["engine"] not in ("ray", "local"):
+        raise ValueError(f"engine={cfg['engine']!r} is not one of ray, local")
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
     check_budget(budget, partition_host_bytes(circuit, resolve_backend_name(cfg["backend"])), circuit.circuit_id)
@@ -43,12 +46,13 @@ def run(cfg: dict) -> int:
     pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
     print(f"key: {key_path} ({'created by the INSECURE dev setup' if created else 'cached'}, "
           f"{time.perf_counter() - t0:.1f} s)")
-    started = init_ray(cfg["ray"])
+    local = cfg["engine"] == "local"
+    started = False if local else init_ray(cfg["ray"])
     try:
-        engine = ProvingEngine(pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
-                               threads=cfg["cpu_threads"], host_budget=budget,
-                               gpu_workers_per_device=cfg["gpu_workers_per_device"],
-                               max_attempts=cfg["max_attempts"])
+        engine = (LocalEngine if local else ProvingEngine)(
+            pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
+            threads=cfg["cpu_threads"], host_budget=budget, gpu_workers_per_device=cfg["gpu_workers_per_device"],
+            max_attempts=cfg["max_attempts"])
         print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {cfg['proofs']} proof(s) x "
               f"{circuit.partitions} partitions of {circuit.circuit_id}")
 

@@ -146,3 +146,24 @@ def test_named_actors_and_tasks(ray_local, key):
             break
         time.sleep(0.5)
     assert want <= names
+
+
+def test_local_engine_same_semantics_without_ray(key):
+    from cuzk_ray.engine import LocalEngine
+
+    pk, cs = key
+    engine = LocalEngine(pk, cs, CIRCUIT, backend="cpu")
+
+    def bad_synth(spec):
+        from cuzk_ray.circuits import synthesize
+
+        w = synthesize(spec).copy()
+        if spec["proof"] == 1 and spec["partition"] == 0:
+            w[-1, 0] ^= 3
+        return w
+
+    batch = engine.run(3, seed=8, synth_fn=bad_synth)
+    assert set(batch.failed) == {"proof-001"} and "does not verify" in batch.failed["proof-001"]
+    assert [(r.proof_id, r.partition) for r in batch.results] == [
+        (f"proof-{p:03d}", k) for p in (0, 2) for k in range(3)]
+    assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)

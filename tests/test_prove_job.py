@@ -102,3 +102,16 @@ def test_failed_run_leaves_no_manifest(tmp_path, cache_dir):
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith("error: backend=cuda:")
     assert not (out / "manifest.json").exists()
+
+
+def test_local_engine_writes_the_same_contract(tmp_path, cache_dir, snarkjs):
+    out = tmp_path / "out"
+    res = run_job("engine=local", f"output_dir={out}", f"cache_dir={cache_dir}", "proofs=2",
+                  "circuit.partitions=2", "circuit.constraints=256")
+    assert res.returncode == 0, res.stdout + res.stderr
+    entries = check_manifest(out, snarkjs)
+    assert [(e["proof_id"], e["partition"]) for e in entries] == [
+        ("proof-000", 0), ("proof-000", 1), ("proof-001", 0), ("proof-001", 1)]
+    assert {e["prover_node"] for e in entries} == {"local"}
+    res = run_job("engine=spark", f"output_dir={tmp_path / 'o2'}", f"cache_dir={cache_dir}")
+    assert res.returncode == 2 and res.stderr.strip().splitlines()[-1] == "error: engine='spark' is not one of ray, local"
