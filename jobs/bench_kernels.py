@@ -1,0 +1,115 @@
+"""Time the GPU kernels (NTT, H) against DESIGN.md's figures.
+
+    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG]
+        SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes.
+
+Times are medians over N runs (default 7) after one warm-up, measured with CUDA events around
+the device work only (inputs already in VRAM, results left there). Each timed result is checked
+(NTT by a round trip, H against the inverse-free identity below) so a broken kernel cannot post
+a fast time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+import sys
+
+import numpy as np
+
+from cuzk_ray.backends import cuda
+from cuzk_ray.field import R_MOD
+from cuzk_ray.kernels.loader import require_cupy
+
+# DESIGN.md section 6 (H200): NTT over Fr.
+NTT_FLOOR_24_MS = 5.0  # compute-bound estimate; scaled by n log n for other sizes ("~")
+NTT_PUBLISHED = {21: "0.76 (4090)"}
+NTT_TARGET_MS = {24: 6.0, 27: 60.0}
+
+
+def parse_sizes(arg: str) -> list[int]:
+    if "-" in arg:
+        lo, hi = arg.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in arg.split(",")]
+
+
+def random_fr(cp, shape, seed):
+    x = np.random.default_rng(seed).integers(0, 2**64, size=shape, dtype=np.uint64)
+    x[..., 3] %= np.uint64(R_MOD >> 192)
+    return cp.asarray(x)
+
+
+def time_ms(cp, fn, runs: int) -> float:
+    fn()  # warm-up (compiles, builds tables)
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(runs):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def main(argv: list[str]) -> None:
+    cp = require_cupy()
+    sizes, runs, h_max = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--runs":
+            runs = int(args.pop(0))
+        elif a == "--h-max":
+            h_max = int(args.pop(0))
+        else:
+            sizes = parse_sizes(a)
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
+          f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
+    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for log_n in sizes:
+        n = 1 << log_n
+        x = random_fr(cp, (1, n, 4), log_n)
+        ntt_ms = time_ms(cp, lambda: cuda.ntt_device(x), runs)
+        y = cuda.ntt_device(x)
+        ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))
+        del y
+        h_ms, h_ok = float("nan"), True
+        if log_n <= h_max:
+            src = random_fr(cp, (3, n, 4), log_n + 100)
+            work = cp.empty_like(src)
+
+            def run_h():
+                cp.copyto(work, src)  # H overwrites its input; the copy is ~1% of the time
+                return cuda.compute_h_device(work)
+
+            h_ms = time_ms(cp, run_h, runs)
+            h_ok = check_h(cp, src, run_h())
+            del src, work
+        floor = NTT_FLOOR_24_MS * (n * log_n) / (2**24 * 24)
+        flag = "" if ok and h_ok else "  RESULT CHECK FAILED"
+        print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
+              f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def check_h(cp, abc, h) -> bool:
+    """h_j = A(v_j) B(v_j) - C(v_j) at v_j = w_2n^(2j+1): check it through cuda.ntt_device with
+    shift w_2n (independent of compute_h's fused DIF/DIT path) at a handful of indices."""
+    from cuzk_ray.field import limbs_to_ints, root_of_unity
+
+    n = abc.shape[1]
+    w2 = root_of_unity(2 * n)
+    odd = [cuda.ntt_device(cuda.ntt_device(abc[i : i + 1], inverse=True), shift=w2) for i in range(3)]
+    idx = [0, 1, n - 1, n // 3]
+    vals = [limbs_to_ints(cp.asnumpy(v[0, idx])) for v in odd]
+    got = limbs_to_ints(cp.asnumpy(h[idx]))
+    return all(int(g) == (int(a) * int(b) - int(c)) % R_MOD for g, a, b, c in zip(got, *vals))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
