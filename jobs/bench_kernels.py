@@ -1,7 +1,8 @@
 """Time the GPU kernels (NTT, H) against DESIGN.md's figures.
 
-    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG]
+    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--radix 2|4]
         SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes.
+        --h-max: largest size for H (default: all); --radix: NTT pass kernel (default 4).
 
 Times are medians over N runs (default 7) after one warm-up, measured with CUDA events around
 the device work only (inputs already in VRAM, results left there). Each timed result is checked
@@ -64,11 +65,15 @@ def main(argv: list[str]) -> None:
             runs = int(args.pop(0))
         elif a == "--h-max":
             h_max = int(args.pop(0))
+        elif a == "--radix":
+            cuda.RADIX = int(args.pop(0))
         else:
             sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
           f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
+    mul_throughput(cp)
+    print(f"NTT pass kernel: radix {cuda.RADIX}")
     print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for log_n in sizes:
@@ -95,6 +100,19 @@ def main(argv: list[str]) -> None:
         print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
               f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def mul_throughput(cp) -> None:
+    """Field multiplications per second of the Montgomery kernels (2 independent chains per thread)."""
+    from cuzk_ray.kernels.loader import get_kernel
+
+    n, iters = 132 * 2048 * 4, 256
+    for name, words in (("fr_mul_chain", 8), ("fp_mul_chain", 12)):
+        data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
+        data[:, 4:] = 0
+        fn = get_kernel("ff_test.cu", name)
+        ms = time_ms(cp, lambda: fn(((n + 255) // 256,), (256,), (data, np.int32(iters), np.uint64(n))), 3)
+        print(f"{name}: {2 * iters * n / ms / 1e6:.1f} G mul/s")
 
 
 def check_h(cp, abc, h) -> bool:

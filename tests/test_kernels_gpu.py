@@ -36,6 +36,13 @@ def rng():
     return random.Random(SEED)
 
 
+@pytest.fixture(params=[2, 4], ids=["radix2", "radix4"])
+def radix(request, monkeypatch):
+    """Run a test with each NTT pass kernel (ntt_pass, ntt_pass_r4)."""
+    monkeypatch.setattr(cuda, "RADIX", request.param)
+    return request.param
+
+
 def rand_fr(rng, n):
     return [rng.randrange(R_MOD) for _ in range(n)]
 
@@ -118,7 +125,7 @@ def oracle(x, inverse, shift, convention):
 
 @pytest.mark.parametrize("convention", CONVENTIONS)
 @pytest.mark.parametrize("log_n", range(0, 13))
-def test_ntt_matches_oracle(log_n, convention, rng):
+def test_ntt_matches_oracle(log_n, convention, rng, radix):
     n = 1 << log_n
     rows = [rand_fr(rng, n), rand_fr(rng, n), ([R_MOD - 1] * n)]
     x = np.stack([fr_to_limbs(r) for r in rows])
@@ -171,7 +178,7 @@ def rand_device_fr(rng, batch, n):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("log_n", [13, 16, 20, 24, 27])
-def test_ntt_large(log_n, rng):
+def test_ntt_large(log_n, rng, radix):
     n = 1 << log_n
     batch = 1 if log_n == 27 else 2
     x = rand_device_fr(rng, batch, n)
@@ -213,7 +220,7 @@ def test_ntt_large(log_n, rng):
 
 @pytest.mark.parametrize("convention", CONVENTIONS)
 @pytest.mark.parametrize("log_n", list(range(0, 13)) + [16])
-def test_compute_h_matches_oracle(log_n, convention, rng):
+def test_compute_h_matches_oracle(log_n, convention, rng, radix):
     n = 1 << log_n
     a, b, c = rand_fr(rng, n), rand_fr(rng, n), rand_fr(rng, n)
     if log_n >= 2:

@@ -95,20 +95,22 @@ def _device_id() -> int:
 
 
 def _omega_table(log_n: int, convention: str):
-    """w_n^e for e < n/2 in Montgomery form, on the current device (cached)."""
+    """Twiddles level by level, tw[d - 1 + r] = w_(2d)^r for d = 1, 2, .., n/2 and r < d
+    (n - 1 entries, Montgomery form), on the current device (cached per size and convention).
+    The top level (w_n^r) comes from a two-level table, the lower ones by a gather from it."""
     key = (_device_id(), "omega", log_n, convention)
     tab = _tables.get(key)
     if tab is None:
         cp = require_cupy()
-        omega = root_of_unity(1 << log_n, convention)
-        half_log = log_n - 1
-        hi, lo, lo_bits = _two_level(omega, half_log, [1])
-        count = 1 << half_log
-        tab = cp.empty((count, FR_LIMBS), dtype=cp.uint64)
+        half = 1 << (log_n - 1)
+        hi, lo, lo_bits = _two_level(root_of_unity(1 << log_n, convention), log_n - 1, [1])
+        tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
         get_kernel(MODULE, "powers_table")(
-            ((count + THREADS - 1) // THREADS,), (THREADS,),
-            (tab, np.uint64(count), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
+            ((half + THREADS - 1) // THREADS,), (THREADS,),
+            (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
         )
+        if half > 1:
+            get_kernel(MODULE, "twiddle_levels")(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
         _tables[key] = tab
     return tab
 
@@ -138,34 +140,49 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
     return plan if dit else [(log_n - lo - k, k) for lo, k in plan]
 
 
-def _run_passes(x, log_n: int, tw, inverse: bool, dit: bool) -> None:
-    batch = x.shape[0]
-    kernel = get_kernel(MODULE, "ntt_pass")
-    flags = np.int32((1 if inverse else 0) | (2 if dit else 0))
-    for lo, k in _pass_plan(log_n, dit):
-        c = min(lo, 2)
-        tile = 1 << (k + c)
-        kernel((1 << (log_n - k - c), batch), (min(tile // 2, 512),),
-               (x, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), flags))
+RADIX = 4  # 4: ntt_pass_r4 (two stages per barrier), 2: ntt_pass; both are tested
 
 
-def _scale(x, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
-    """x[y][i] *= g^j * factors[y or 0], j = i or bitrev(i)."""
+def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
+    c = min(lo, 2)
+    tile = 1 << (k + c)
+    name, threads = ("ntt_pass_r4", max(tile // 4, 1)) if RADIX == 4 else ("ntt_pass", max(tile // 2, 1))
+    get_kernel(MODULE, name)((1 << (log_n - k - c), src.shape[0]), (threads,),
+                             (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)))
+
+
+def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:
+    """All passes of one transform of every vector of src, result in dst (src == dst: in place).
+
+    With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
+    and a temporary buffer is used between passes when there is more than one.
+    """
+    plan = _pass_plan(log_n, dit)
+    base = (1 if inverse else 0) | (2 if dit else 0)
+    if bitrev_out and src is dst:
+        raise ValueError("_run_passes: a bit-reversed write cannot be in place")
+    cur = src
+    for i, (lo, k) in enumerate(plan):
+        last = i == len(plan) - 1
+        if last:
+            target = dst
+        elif cur is not src or src is dst:
+            target = cur
+        else:
+            target = require_cupy().empty_like(src) if bitrev_out else dst
+        _launch_pass(cur, target, log_n, tw, lo, k, base | (4 if last and bitrev_out else 0))
+        cur = target
+
+
+def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
+    """dst[y][i] = src[y][i] * g^j * factors[y or 0], j = i or bitrev(i); src may be dst."""
     hi, lo, lo_bits = _scale_table(g, log_n, factors)
     stride = (1 << lo_bits) if len(factors) > 1 else 0
     n = 1 << log_n
     get_kernel(MODULE, "scale_powers")(
-        ((n + THREADS - 1) // THREADS, x.shape[0]), (THREADS,),
-        (x, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
+        ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
+        (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
     )
-
-
-def _bit_reverse(x, log_n: int):
-    cp = require_cupy()
-    out = cp.empty_like(x)
-    n = 1 << log_n
-    get_kernel(MODULE, "bit_reverse")(((n + THREADS - 1) // THREADS, x.shape[0]), (THREADS,), (out, x, np.int32(log_n)))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,8 +194,8 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, convention: s
 
     Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
     coefficients of the polynomial with those evaluations (the 1/n and shift^-i are applied).
-    The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes + one permutation
-    + at most one scaling pass.
+    The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
+    the last writes the result bit-reversed, i.e. in natural order) + at most one scaling pass.
     """
     cp = require_cupy()
     log_n = _log2(x.shape[1], "ntt")
@@ -187,17 +204,18 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, convention: s
         raise ValueError("ntt: shift must be a non-zero Fr element")
     if log_n == 0:
         return x.copy()  # a 1-point transform is the identity for any shift
-    work = x.copy()
     tw = _omega_table(log_n, convention)
+    out = cp.empty_like(x)
     if not inverse:
+        src = x
         if shift not in (None, 1):
-            _scale(work, log_n, shift, (1,), bitrev=False)
-        _run_passes(work, log_n, tw, inverse=False, dit=False)
-        return _bit_reverse(work, log_n)
-    _run_passes(work, log_n, tw, inverse=True, dit=False)
-    out = _bit_reverse(work, log_n)
+            src = cp.empty_like(x)
+            _scale(x, src, log_n, shift, (1,), bitrev=False)
+        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
+        return out
+    _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
     g = 1 if shift is None else pow(shift, -1, R_MOD)
-    _scale(out, log_n, g, (pow(1 << log_n, -1, R_MOD),), bitrev=False)
+    _scale(out, out, log_n, g, (pow(1 << log_n, -1, R_MOD),), bitrev=False)
     return out
 
 
@@ -219,10 +237,10 @@ def compute_h_device(abc, convention: str = "snarkjs"):
     if log_n == 0:
         return _h_n1(abc)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
     tw = _omega_table(log_n, convention)
-    _run_passes(abc, log_n, tw, inverse=True, dit=False)
+    _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
     n_inv = pow(n, -1, R_MOD)
-    _scale(abc, log_n, root_of_unity(2 * n, convention), (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
-    _run_passes(abc, log_n, tw, inverse=False, dit=True)
+    _scale(abc, abc, log_n, root_of_unity(2 * n, convention), (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
+    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
     h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
     get_kernel(MODULE, "h_pointwise")(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
     return h

@@ -44,3 +44,19 @@ extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op
     store(out, 2 * i, from_mont(z.c0));
     store(out, 2 * i + 1, from_mont(z.c1));
 }
+
+// Throughput probes: each thread runs `iters` rounds of two independent multiplications
+// (x *= y, z *= y), 2*iters field muls per thread; the result is stored so nothing is elided.
+template <class P>
+__device__ __forceinline__ void mul_chain(u32* data, int iters, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
+    for (int r = 0; r < iters; r++) {
+        x = x * y;
+        z = z * y;
+    }
+    store(data, i, x + z);
+}
+extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params>(data, iters, n); }
+extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params>(data, iters, n); }

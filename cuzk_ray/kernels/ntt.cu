@@ -8,110 +8,166 @@
 //
 // One pass = k consecutive radix-2 stages on the index bits [lo, lo + k): each block loads a
 // tile of 2^k elements (stride 2^lo) times 2^c adjacent columns (c = min(lo, 2), so a warp
-// reads 128-byte runs), runs the k stages in shared memory, and writes the tile back. With
-// k <= 8, 2^27 takes 4 passes: about 8 global reads+writes of the vector instead of 27.
+// reads 128-byte runs), runs the k stages in shared memory (two stages per barrier with
+// ntt_pass_r4), and writes the tile back. With k <= 8, 2^27 takes 4 passes: 4 reads + 4 writes
+// of the vector instead of 27. The first pass can read another buffer and the last can write
+// bit-reversed (flags & 4), so a natural-order transform needs no copy or permutation pass.
 // Costs per pass: n/2 * k butterflies, each 1 Fr mul (256 mad) + 1 add + 1 sub, and one
-// 32-byte twiddle load (tables are L2 resident for the small-stride stages).
+// 32-byte twiddle load from a level-by-level table (see pass_geometry::twiddle), read in the
+// same 128-byte runs as the data.
 //
 //  DIF (flags & 2 == 0): natural order in, bit-reversed out; passes from the top bits down.
 //  DIT (flags & 2 != 0): bit-reversed in, natural order out; passes from the bottom bits up.
-//  flags & 1: inverse twiddles w^-e = -w^(n/2 - e) (no 1/n factor; scale separately).
+//  flags & 1: inverse twiddles (no 1/n factor; scale separately).
 #include "ff/bls12_381.cuh"
 
 typedef fr_t F;
 #define NTT_MAX_TILE 1024
 #define FR_WORDS 8
 
-// w_n^e (or w_n^-e) from the table tw[e] = w_n^e, e < n/2, Montgomery form.
-__device__ __forceinline__ F twiddle(const u32* tw, u64 e, u64 half_n, bool inverse) {
-    if (!inverse) return load<fr_params>(tw, e);
-    if (e == 0) return F::one();
-    return -load<fr_params>(tw, half_n - e);
+
+__device__ __forceinline__ void butterfly(F& x0, F& x1, const F& w, bool dit) {
+    if (dit) {  // x0 + w x1, x0 - w x1: 1 mul, 1 add, 1 sub
+        const F t = x1 * w;
+        x1 = x0 - t;
+        x0 = x0 + t;
+    } else {  // x0 + x1, (x0 - x1) w
+        const F d = x0 - x1;
+        x0 = x0 + x1;
+        x1 = d * w;
+    }
 }
 
-extern "C" __global__ void __launch_bounds__(512)
-ntt_pass(u32* data, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+struct pass_geometry {
+    u64 lowpart, high;
+    int log_n, lo, c;
+    u32 cmask;
+    // Global index of tile row j, column col.
+    __device__ __forceinline__ u64 index(u32 j, u32 col) const {
+        return high | ((u64)j << lo) | lowpart | col;
+    }
+    // Twiddle of the butterfly at distance 2^hd (tile rows) whose first row is j0: the global
+    // distance is d = 2^(hd+lo) and the twiddle is w_(2d)^r, r = (global index) mod d. The
+    // table holds, level by level, tw[d - 1 + r] = w_(2d)^r (r < d, d = 1, 2, ..., n/2), so
+    // threads of adjacent columns read adjacent entries. Inverse: w_(2d)^-r = -w_(2d)^(d - r).
+    __device__ __forceinline__ F twiddle(const u32* tw, u32 j0, int hd, u32 col, bool inverse) const {
+        const u64 d = 1ull << (hd + lo);
+        const u64 r = ((u64)(j0 & ((1u << hd) - 1)) << lo) | lowpart | col;
+        if (!inverse) return load<fr_params>(tw, d - 1 + r);
+        if (r == 0) return F::one();
+        return -load<fr_params>(tw, 2 * d - 1 - r);
+    }
+};
+
+__device__ __forceinline__ F sh_load(const u32 (*sh)[NTT_MAX_TILE], u32 e) {
+    F x;
+#pragma unroll
+    for (int i = 0; i < FR_WORDS; i++) x.v[i] = sh[i][e];
+    return x;
+}
+__device__ __forceinline__ void sh_store(u32 (*sh)[NTT_MAX_TILE], u32 e, const F& x) {
+#pragma unroll
+    for (int i = 0; i < FR_WORDS; i++) sh[i][e] = x.v[i];
+}
+
+// One pass: rows of bits [lo, lo+k) of every vector, src -> dst (may alias unless bitrev_out).
+// RADIX4: each thread runs two stages on 4 rows held in registers between two barriers
+// (half the shared-memory traffic and barriers of radix 2); an odd last stage is radix 2.
+template <bool RADIX4>
+__device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u32* tw, int log_n, int lo,
+                                              int k, int c, int flags) {
     // Structure of arrays so that consecutive elements fall in consecutive banks.
     __shared__ u32 sh[FR_WORDS][NTT_MAX_TILE];
     const u64 n = 1ull << log_n;
-    u32* vec = data + (u64)blockIdx.y * n * FR_WORDS;
+    const u64 voff = (u64)blockIdx.y * n * FR_WORDS;
+    src += voff;
+    dst += voff;
     const u32 tile = 1u << (k + c);
-    const u32 cmask = (1u << c) - 1;
+    pass_geometry g;
+    g.log_n = log_n; g.lo = lo; g.c = c; g.cmask = (1u << c) - 1;
     const int low_bits = lo - c;
     const u64 b = blockIdx.x;
-    const u64 lowpart = (b & ((1ull << low_bits) - 1)) << c;
-    const u64 high = (b >> low_bits) << (lo + k);
+    g.lowpart = (b & ((1ull << low_bits) - 1)) << c;
+    g.high = (b >> low_bits) << (lo + k);
 
-    for (u32 e = threadIdx.x; e < tile; e += blockDim.x) {
-        const u64 idx = high | ((u64)(e >> c) << lo) | lowpart | (e & cmask);
-        F x = load<fr_params>(vec, idx);
-#pragma unroll
-        for (int w = 0; w < FR_WORDS; w++) sh[w][e] = x.v[w];
-    }
+    for (u32 e = threadIdx.x; e < tile; e += blockDim.x)
+        sh_store(sh, e, load<fr_params>(src, g.index(e >> c, e & g.cmask)));
     __syncthreads();
 
     const bool inverse = flags & 1, dit = flags & 2;
-    const u64 half_n = n >> 1;
-    for (int s = 0; s < k; s++) {
-        const int hd = dit ? s : k - 1 - s;  // log2 of the butterfly distance inside the tile
-        for (u32 u = threadIdx.x; u < tile / 2; u += blockDim.x) {
-            const u32 col = u & cmask, q = u >> c;
-            const u32 pos = q & ((1u << hd) - 1), grp = q >> hd;
-            const u32 j0 = (grp << (hd + 1)) | pos, j1 = j0 | (1u << hd);
-            const u32 e0 = (j0 << c) | col, e1 = (j1 << c) | col;
-            // Global distance d = 2^(hd+lo); the twiddle is w_(2d)^(i mod d) = w_n^(r * n/(2d)).
-            const u64 r = ((u64)pos << lo) | lowpart | col;
-            const F w = twiddle(tw, r << (log_n - 1 - hd - lo), half_n, inverse);
-            F x0, x1;
-#pragma unroll
-            for (int i = 0; i < FR_WORDS; i++) { x0.v[i] = sh[i][e0]; x1.v[i] = sh[i][e1]; }
-            F y0, y1;
-            if (dit) {
-                const F t = x1 * w;
-                y0 = x0 + t;
-                y1 = x0 - t;
-            } else {
-                y0 = x0 + x1;
-                y1 = (x0 - x1) * w;
+    int done = 0;
+    while (done < k) {
+        const int hd = dit ? done : k - 1 - done;  // first stage of this step
+        if (RADIX4 && k - done >= 2) {
+            const int blo = dit ? hd : hd - 1;  // the two bits blo, blo+1 of the step
+            for (u32 u = threadIdx.x; u < tile / 4; u += blockDim.x) {
+                const u32 col = u & g.cmask, q = u >> c;
+                const u32 j = ((q >> blo) << (blo + 2)) | (q & ((1u << blo) - 1));
+                const u32 r0 = j, r1 = j | (1u << blo), r2 = j | (2u << blo), r3 = r1 | r2;
+                F x0 = sh_load(sh, (r0 << c) | col), x1 = sh_load(sh, (r1 << c) | col);
+                F x2 = sh_load(sh, (r2 << c) | col), x3 = sh_load(sh, (r3 << c) | col);
+                if (dit) {  // bit blo (pairs r0-r1, r2-r3), then bit blo+1 (r0-r2, r1-r3)
+                    butterfly(x0, x1, g.twiddle(tw, r0, blo, col, inverse), true);
+                    butterfly(x2, x3, g.twiddle(tw, r2, blo, col, inverse), true);
+                    butterfly(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), true);
+                    butterfly(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), true);
+                } else {  // bit blo+1 first, then bit blo
+                    butterfly(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), false);
+                    butterfly(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), false);
+                    butterfly(x0, x1, g.twiddle(tw, r0, blo, col, inverse), false);
+                    butterfly(x2, x3, g.twiddle(tw, r2, blo, col, inverse), false);
+                }
+                sh_store(sh, (r0 << c) | col, x0); sh_store(sh, (r1 << c) | col, x1);
+                sh_store(sh, (r2 << c) | col, x2); sh_store(sh, (r3 << c) | col, x3);
             }
-#pragma unroll
-            for (int i = 0; i < FR_WORDS; i++) { sh[i][e0] = y0.v[i]; sh[i][e1] = y1.v[i]; }
+            done += 2;
+        } else {
+            for (u32 u = threadIdx.x; u < tile / 2; u += blockDim.x) {
+                const u32 col = u & g.cmask, q = u >> c;
+                const u32 j0 = ((q >> hd) << (hd + 1)) | (q & ((1u << hd) - 1)), j1 = j0 | (1u << hd);
+                F x0 = sh_load(sh, (j0 << c) | col), x1 = sh_load(sh, (j1 << c) | col);
+                butterfly(x0, x1, g.twiddle(tw, j0, hd, col, inverse), dit);
+                sh_store(sh, (j0 << c) | col, x0);
+                sh_store(sh, (j1 << c) | col, x1);
+            }
+            done += 1;
         }
         __syncthreads();
     }
 
+    const bool bitrev_out = flags & 4;
     for (u32 e = threadIdx.x; e < tile; e += blockDim.x) {
-        const u64 idx = high | ((u64)(e >> c) << lo) | lowpart | (e & cmask);
-        F x;
-#pragma unroll
-        for (int w = 0; w < FR_WORDS; w++) x.v[w] = sh[w][e];
-        store(vec, idx, x);
+        u64 idx = g.index(e >> c, e & g.cmask);
+        if (bitrev_out) idx = __brevll(idx) >> (64 - log_n);
+        store(dst, idx, sh_load(sh, e));
     }
 }
 
-// out[bitrev(i)] = in[i] for every vector of the batch (out of place). log_n >= 1.
-extern "C" __global__ void bit_reverse(u32* out, const u32* in, int log_n) {
-    const u64 n = 1ull << log_n;
-    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const u64 off = (u64)blockIdx.y * n * FR_WORDS;
-    const u64 j = __brevll(i) >> (64 - log_n);
-    store(out + off, j, load<fr_params>(in + off, i));
+// flags: 1 inverse twiddles, 2 DIT (else DIF), 4 write dst in bit-reversed order (out of place).
+// Launch: grid (n / 2^(k+c), batch); block tile/2 threads (radix 2) or tile/4 (radix 4).
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<false>(src, dst, tw, log_n, lo, k, c, flags);
 }
 
-// data[i] *= g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level table:
-// g^j * f_y = hi[j >> lo_bits] * lo_y[j & mask] (both Montgomery form, lo_y = lo + y*lo_stride).
-// 2 Fr mul per element.
-extern "C" __global__ void scale_powers(u32* data, int log_n, const u32* hi, const u32* lo,
+extern "C" __global__ void __launch_bounds__(256)
+ntt_pass_r4(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<true>(src, dst, tw, log_n, lo, k, c, flags);
+}
+
+// dst[i] = src[i] * g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level
+// table: g^j * f_y = hi[j >> lo_bits] * lo_y[j & mask] (both Montgomery form, lo_y = lo +
+// y*lo_stride). src may equal dst. 2 Fr mul per element.
+extern "C" __global__ void scale_powers(const u32* src, u32* dst, int log_n, const u32* hi, const u32* lo,
                                         int lo_bits, u64 lo_stride, int bitrev) {
     const u64 n = 1ull << log_n;
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    u32* vec = data + (u64)blockIdx.y * n * FR_WORDS;
+    const u64 voff = (u64)blockIdx.y * n * FR_WORDS;
     const u64 j = (bitrev && log_n > 0) ? (__brevll(i) >> (64 - log_n)) : i;
     const F f = load<fr_params>(hi, j >> lo_bits) *
                 load<fr_params>(lo + (u64)blockIdx.y * lo_stride * FR_WORDS, j & ((1ull << lo_bits) - 1));
-    store(vec, i, load<fr_params>(vec, i) * f);
+    store(dst + voff, i, load<fr_params>(src + voff, i) * f);
 }
 
 // out[i] = hi[i >> lo_bits] * lo[i & mask] for i < count (Montgomery in, Montgomery out).
@@ -128,4 +184,15 @@ extern "C" __global__ void h_pointwise(u32* h, const u32* abc, u64 n) {
     if (i >= n) return;
     const F a = load<fr_params>(abc, i), b = load<fr_params>(abc, n + i), c = load<fr_params>(abc, 2 * n + i);
     store(h, i, a * b - c);
+}
+
+// Fill the lower levels of the twiddle table from its top level: tw[d - 1 + r] = w_(2d)^r =
+// w_n^(r n/(2d)) = tw[n/2 - 1 + r (n/2)/d] for d = 1 .. n/4. One gather pass over n/2 entries.
+extern "C" __global__ void twiddle_levels(u32* tw, int log_n) {
+    const u64 half = 1ull << (log_n - 1);
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i + 1 >= half) return;
+    const u64 m = i + 1;
+    const u64 d = 1ull << (63 - __clzll(m));
+    store(tw, i, load<fr_params>(tw, half - 1 + (m - d) * (half / d)));
 }
