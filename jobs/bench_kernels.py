@@ -2,7 +2,7 @@
 
     python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--radix 2|4]
         SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes.
-        --h-max: largest size for H (default: all); --radix: NTT pass kernel (default 4).
+        --h-max: largest size for H (default: all); --radix: NTT pass kernel (default 2).
 
 Times are medians over N runs (default 7) after one warm-up, measured with CUDA events around
 the device work only (inputs already in VRAM, results left there). Each timed result is checked

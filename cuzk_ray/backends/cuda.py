@@ -140,7 +140,7 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
     return plan if dit else [(log_n - lo - k, k) for lo, k in plan]
 
 
-RADIX = 4  # 4: ntt_pass_r4 (two stages per barrier), 2: ntt_pass; both are tested
+RADIX = 2  # 2: ntt_pass (default, faster on H200), 4: ntt_pass_r4 (two stages per barrier); both tested
 
 
 def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
@@ -148,7 +148,8 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
     tile = 1 << (k + c)
     name, threads = ("ntt_pass_r4", max(tile // 4, 1)) if RADIX == 4 else ("ntt_pass", max(tile // 2, 1))
     get_kernel(MODULE, name)((1 << (log_n - k - c), src.shape[0]), (threads,),
-                             (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)))
+                             (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
+                             shared_mem=tile * 32)
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:

@@ -59,15 +59,21 @@ struct pass_geometry {
     }
 };
 
-__device__ __forceinline__ F sh_load(const u32 (*sh)[NTT_MAX_TILE], u32 e) {
+// Shared tile as structure of arrays, word i of element e at sh[i * tile + e], so consecutive
+// elements fall in consecutive banks. The tile is dynamic shared memory sized to the pass
+// (tile * 32 bytes), so small tiles do not cap the number of resident blocks.
+extern __shared__ u32 sh_tile[];
+#define sh_load(sh, e) sh_load_(sh, tile, e)
+#define sh_store(sh, e, x) sh_store_(sh, tile, e, x)
+__device__ __forceinline__ F sh_load_(const u32* sh, u32 tile, u32 e) {
     F x;
 #pragma unroll
-    for (int i = 0; i < FR_WORDS; i++) x.v[i] = sh[i][e];
+    for (int i = 0; i < FR_WORDS; i++) x.v[i] = sh[i * tile + e];
     return x;
 }
-__device__ __forceinline__ void sh_store(u32 (*sh)[NTT_MAX_TILE], u32 e, const F& x) {
+__device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) {
 #pragma unroll
-    for (int i = 0; i < FR_WORDS; i++) sh[i][e] = x.v[i];
+    for (int i = 0; i < FR_WORDS; i++) sh[i * tile + e] = x.v[i];
 }
 
 // One pass: rows of bits [lo, lo+k) of every vector, src -> dst (may alias unless bitrev_out).
@@ -76,8 +82,7 @@ __device__ __forceinline__ void sh_store(u32 (*sh)[NTT_MAX_TILE], u32 e, const F
 template <bool RADIX4>
 __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u32* tw, int log_n, int lo,
                                               int k, int c, int flags) {
-    // Structure of arrays so that consecutive elements fall in consecutive banks.
-    __shared__ u32 sh[FR_WORDS][NTT_MAX_TILE];
+    u32* sh = sh_tile;
     const u64 n = 1ull << log_n;
     const u64 voff = (u64)blockIdx.y * n * FR_WORDS;
     src += voff;
@@ -144,7 +149,8 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
 }
 
 // flags: 1 inverse twiddles, 2 DIT (else DIF), 4 write dst in bit-reversed order (out of place).
-// Launch: grid (n / 2^(k+c), batch); block tile/2 threads (radix 2) or tile/4 (radix 4).
+// Launch: grid (n / 2^(k+c), batch); block tile/2 threads (radix 2) or tile/4 (radix 4);
+// dynamic shared memory tile * 32 bytes (tile = 2^(k+c) <= 1024).
 extern "C" __global__ void __launch_bounds__(512)
 ntt_pass(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
     ntt_pass_impl<false>(src, dst, tw, log_n, lo, k, c, flags);

@@ -45,4 +45,8 @@ __device__ __forceinline__ u32 madc_hi_cc(u32 a, u32 b, u32 c) {
     u32 r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
 }
 
+__device__ __forceinline__ u32 madc_hi(u32 a, u32 b, u32 c) {
+    u32 r; asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+
 }  // namespace ptx
