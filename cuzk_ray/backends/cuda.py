@@ -140,16 +140,24 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
     return plan if dit else [(log_n - lo - k, k) for lo, k in plan]
 
 
-RADIX = 2  # 2: ntt_pass (default, faster on H200), 4: ntt_pass_r4 (two stages per barrier); both tested
+# NTT pass kernel (kernels/ntt.cu): "ntt_pass" (radix 2, twiddles from global memory),
+# "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
+# shared memory). All three are tested; the default is the fastest measured on the H200.
+PASS_KERNEL = "ntt_pass"
+_THREADS_PER_TILE = {"ntt_pass": 2, "ntt_pass_r4": 4, "ntt_pass_tws": 2}
 
 
 def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
     c = min(lo, 2)
     tile = 1 << (k + c)
-    name, threads = ("ntt_pass_r4", max(tile // 4, 1)) if RADIX == 4 else ("ntt_pass", max(tile // 2, 1))
-    get_kernel(MODULE, name)((1 << (log_n - k - c), src.shape[0]), (threads,),
-                             (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
-                             shared_mem=tile * 32)
+    threads = max(tile // _THREADS_PER_TILE[PASS_KERNEL], 1)
+    smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
+    kernel = get_kernel(MODULE, PASS_KERNEL)
+    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
+    kernel((1 << (log_n - k - c), src.shape[0]), (threads,),
+           (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
+           shared_mem=smem)
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:
@@ -279,3 +287,10 @@ def compute_h(a, b, c, convention: str = "snarkjs") -> np.ndarray:
         raise ValueError(f"compute_h: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
     abc = cp.stack(vecs)
     return cp.asnumpy(compute_h_device(abc, convention))
+
+
+def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
+    """G1 MSM on the GPU; see cuzk_ray.backends.cuda_msm.msm_g1."""
+    from .cuda_msm import msm_g1 as _msm_g1
+
+    return _msm_g1(points, scalars, window)

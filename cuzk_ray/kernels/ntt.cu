@@ -26,6 +26,14 @@ typedef fr_t F;
 #define FR_WORDS 8
 
 
+// The butterfly with twiddle 1 (r = 0: every butterfly of the d = 1 stage, half of d = 2, ...
+// about 2n of the (n/2) log n butterflies): no multiplication.
+__device__ __forceinline__ void butterfly1(F& x0, F& x1) {
+    const F d = x0 - x1;
+    x0 = x0 + x1;
+    x1 = d;
+}
+
 __device__ __forceinline__ void butterfly(F& x0, F& x1, const F& w, bool dit) {
     if (dit) {  // x0 + w x1, x0 - w x1: 1 mul, 1 add, 1 sub
         const F t = x1 * w;
@@ -77,9 +85,14 @@ __device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) 
 }
 
 // One pass: rows of bits [lo, lo+k) of every vector, src -> dst (may alias unless bitrev_out).
-// RADIX4: each thread runs two stages on 4 rows held in registers between two barriers
-// (half the shared-memory traffic and barriers of radix 2); an odd last stage is radix 2.
-template <bool RADIX4>
+// MODE 0: radix 2, each butterfly loads its twiddle from global memory (L2) when it needs it.
+// MODE 1: radix 4, each thread runs two stages on 4 rows held in registers between two barriers
+//         (half the shared-memory traffic and barriers of radix 2); an odd last stage is radix 2.
+// MODE 2: radix 2, all (2^k - 1) 2^c twiddles of the block are loaded into shared memory with
+//         the data at the start of the pass (one exposed load latency per pass, not per stage;
+//         inverse twiddles negated once); needs 2 * tile * 32 bytes of shared memory.
+// Butterflies with twiddle 1 skip the multiplication in modes 0 and 2.
+template <int MODE>
 __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u32* tw, int log_n, int lo,
                                               int k, int c, int flags) {
     u32* sh = sh_tile;
@@ -95,15 +108,24 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
     g.lowpart = (b & ((1ull << low_bits) - 1)) << c;
     g.high = (b >> low_bits) << (lo + k);
 
+    const bool inverse = flags & 1, dit = flags & 2;
     for (u32 e = threadIdx.x; e < tile; e += blockDim.x)
         sh_store(sh, e, load<fr_params>(src, g.index(e >> c, e & g.cmask)));
+    u32* tws = sh + FR_WORDS * tile;  // MODE 2: twiddle of (stage hd, pos, col) at ((2^hd - 1 + pos) << c) | col
+    if (MODE == 2) {
+        const u32 count = ((1u << k) - 1) << c;
+        for (u32 e = threadIdx.x; e < count; e += blockDim.x) {
+            const u32 col = e & g.cmask, m = (e >> c) + 1;
+            const int hd = 31 - __clz(m);
+            sh_store(tws, e, g.twiddle(tw, m - (1u << hd), hd, col, inverse));
+        }
+    }
     __syncthreads();
 
-    const bool inverse = flags & 1, dit = flags & 2;
     int done = 0;
     while (done < k) {
         const int hd = dit ? done : k - 1 - done;  // first stage of this step
-        if (RADIX4 && k - done >= 2) {
+        if (MODE == 1 && k - done >= 2) {
             const int blo = dit ? hd : hd - 1;  // the two bits blo, blo+1 of the step
             for (u32 u = threadIdx.x; u < tile / 4; u += blockDim.x) {
                 const u32 col = u & g.cmask, q = u >> c;
@@ -131,7 +153,13 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
                 const u32 col = u & g.cmask, q = u >> c;
                 const u32 j0 = ((q >> hd) << (hd + 1)) | (q & ((1u << hd) - 1)), j1 = j0 | (1u << hd);
                 F x0 = sh_load(sh, (j0 << c) | col), x1 = sh_load(sh, (j1 << c) | col);
-                butterfly(x0, x1, g.twiddle(tw, j0, hd, col, inverse), dit);
+                const u32 pos = j0 & ((1u << hd) - 1);
+                if (MODE != 1 && ((pos << lo) | g.lowpart | col) == 0)
+                    butterfly1(x0, x1);
+                else if (MODE == 2)
+                    butterfly(x0, x1, sh_load(tws, (((1u << hd) - 1 + pos) << c) | col), dit);
+                else
+                    butterfly(x0, x1, g.twiddle(tw, j0, hd, col, inverse), dit);
                 sh_store(sh, (j0 << c) | col, x0);
                 sh_store(sh, (j1 << c) | col, x1);
             }
@@ -150,15 +178,15 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
 
 // flags: 1 inverse twiddles, 2 DIT (else DIF), 4 write dst in bit-reversed order (out of place).
 // Launch: grid (n / 2^(k+c), batch); block tile/2 threads (radix 2) or tile/4 (radix 4);
-// dynamic shared memory tile * 32 bytes (tile = 2^(k+c) <= 1024).
+// dynamic shared memory tile * 32 bytes (tile = 2^(k+c) <= 1024), twice that for ntt_pass_tws.
 extern "C" __global__ void __launch_bounds__(512)
 ntt_pass(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<false>(src, dst, tw, log_n, lo, k, c, flags);
+    ntt_pass_impl<0>(src, dst, tw, log_n, lo, k, c, flags);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 ntt_pass_r4(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<true>(src, dst, tw, log_n, lo, k, c, flags);
+    ntt_pass_impl<1>(src, dst, tw, log_n, lo, k, c, flags);
 }
 
 // dst[i] = src[i] * g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level
@@ -201,4 +229,9 @@ extern "C" __global__ void twiddle_levels(u32* tw, int log_n) {
     const u64 m = i + 1;
     const u64 d = 1ull << (63 - __clzll(m));
     store(tw, i, load<fr_params>(tw, half - 1 + (m - d) * (half / d)));
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass_tws(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<2>(src, dst, tw, log_n, lo, k, c, flags);
 }
