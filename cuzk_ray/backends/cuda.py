@@ -1,4 +1,5 @@
-"""CUDA backend, first slice: NTT and the H computation on the GPU (kernels/ntt.cu).
+"""CUDA backend, first slice: NTT and the H computation on the GPU (kernels/ntt.cu), and
+msm_g1 (kernels/msm.cu, implemented in cuda_msm.py).
 
 Boundary format: standard-form Fr limbs ``uint64[n, 4]`` (or ``uint64[batch, n, 4]`` for the
 NTT), numpy or cupy, C-contiguous, every value < r. Results come back as numpy arrays of the same
