@@ -98,7 +98,7 @@ def int_vector(values) -> np.ndarray:
 
 def fr_vector(values) -> np.ndarray:
     """Coerce ints, an object array or standard-form Fr limbs into an int vector mod r."""
-    if isinstance(values, np.ndarray) and values.dtype == np.uint64:
+    if isinstance(values, np.ndarray) and values.dtype == np.uint64 and values.ndim == 2 and values.shape[1] == FR_LIMBS:
         return limbs_to_ints(values)
     return int_vector(values) % R_MOD
 

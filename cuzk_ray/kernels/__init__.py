@@ -1,0 +1,1 @@
+"""CUDA C++ kernels (.cu / .cuh), compiled at run time by CuPy through :mod:`.loader`."""

@@ -1,0 +1,193 @@
+// Generic Montgomery arithmetic over N 32-bit limbs (little-endian), parameterised per field.
+//
+// A field is described by a parameter struct P with
+//     static constexpr int N;              // limbs
+//     static constexpr u32 INV;            // -p^-1 mod 2^32
+//     __device__ static u32 mod(int i);    // limb i of p      (__constant__ memory, so with a
+//     __device__ static u32 one(int i);    // limb i of R mod p  compile-time index the load
+//     __device__ static u32 r2(int i);     // limb i of R^2 mod p  folds into the instruction)
+//     __device__ static u32 pm2(int i);    // limb i of p - 2 (Fermat inverse exponent)
+// with R = 2^(32N). Requires 4p < R (true for Fr: 255 of 256 bits, Fp: 381 of 384), so sums of
+// two reduced values never overflow N limbs and the CIOS accumulator stays below 2p.
+//
+// Costs (N limbs): add/sub ~2N integer ops; mul = 4N^2 mad (N=8: 256, N=12: 576) + ~3N other;
+// sqr = mul (no dedicated squaring yet); inverse = Fermat, ~log2(p) sqr + ~log2(p)/2 mul.
+#pragma once
+#include "ff/ptx.cuh"
+
+template <class P>
+struct mont_t {
+    static constexpr int N = P::N;
+    u32 v[N];
+
+    __device__ __forceinline__ static mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = 0;
+        return r;
+    }
+    __device__ __forceinline__ static mont_t one() {  // Montgomery form of 1 (R mod p)
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = P::one(i);
+        return r;
+    }
+    __device__ __forceinline__ static mont_t r2() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.v[i] = P::r2(i);
+        return r;
+    }
+    __device__ __forceinline__ bool is_zero() const {
+        u32 acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= v[i];
+        return acc == 0;
+    }
+};
+
+// Conditional subtraction of p from an (N+1)-limb value t < 2p; hi is limb N.
+template <class P>
+__device__ __forceinline__ mont_t<P> mont_reduce_once(const u32* t, u32 hi) {
+    constexpr int N = P::N;
+    u32 s[N];
+    s[0] = ptx::sub_cc(t[0], P::mod(0));
+#pragma unroll
+    for (int j = 1; j < N; j++) s[j] = ptx::subc_cc(t[j], P::mod(j));
+    u32 borrow = ptx::subc(hi, 0);  // 0xffffffff when t < p
+    mont_t<P> r;
+#pragma unroll
+    for (int j = 0; j < N; j++) r.v[j] = borrow ? t[j] : s[j];
+    return r;
+}
+
+// a + b mod p. ~2N ops.
+template <class P>
+__device__ __forceinline__ mont_t<P> operator+(const mont_t<P>& a, const mont_t<P>& b) {
+    constexpr int N = P::N;
+    u32 t[N];
+    t[0] = ptx::add_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(a.v[j], b.v[j]);
+    u32 hi = ptx::addc(0, 0);  // always 0 when 4p < R; kept so the reduction is exact
+    return mont_reduce_once<P>(t, hi);
+}
+
+// a - b mod p. ~2N ops.
+template <class P>
+__device__ __forceinline__ mont_t<P> operator-(const mont_t<P>& a, const mont_t<P>& b) {
+    constexpr int N = P::N;
+    u32 t[N];
+    t[0] = ptx::sub_cc(a.v[0], b.v[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = ptx::subc_cc(a.v[j], b.v[j]);
+    u32 mask = ptx::subc(0, 0);  // 0xffffffff on borrow: add p back
+    mont_t<P> r;
+    r.v[0] = ptx::add_cc(t[0], P::mod(0) & mask);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) r.v[j] = ptx::addc_cc(t[j], P::mod(j) & mask);
+    r.v[N - 1] = ptx::addc(t[N - 1], P::mod(N - 1) & mask);
+    return r;
+}
+
+template <class P>
+__device__ __forceinline__ mont_t<P> operator-(const mont_t<P>& a) {
+    return mont_t<P>::zero() - a;
+}
+
+// Montgomery product a*b*R^-1 mod p, CIOS with one word of b per round.
+// Per round: t += a*b_i (N lo-mads in one carry chain, N hi-mads in a second chain shifted by
+// a word), m = t_0 * INV, t += m*p (same two chains), t >>= 32: 4N mad + 2 addc + 1 mul.
+// 4N^2 mads in all (N=8: 256, N=12: 576), ~4N^2 + 3N instructions.
+// No carry word beyond t_N is needed: with a, b < p and t < 2p at the start of a round,
+// t + a b_i + m p < p (2 + 2^33) < 2^(32(N+1)) because p < 2^(32N - 1) - p/2^31 (Fr: 255 bits,
+// Fp: 381 bits), so the last hi-mad of each chain cannot carry out.
+// Inputs must be < p; the output is then fully reduced (< p).
+template <class P>
+__device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<P>& b) {
+    constexpr int N = P::N;
+    u32 t[N + 1];
+#pragma unroll
+    for (int j = 0; j <= N; j++) t[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u32 bi = b.v[i];
+        t[0] = ptx::mad_lo_cc(a.v[0], bi, t[0]);
+#pragma unroll
+        for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(a.v[j], bi, t[j]);
+        t[N] = ptx::addc(t[N], 0);
+        t[1] = ptx::mad_hi_cc(a.v[0], bi, t[1]);
+#pragma unroll
+        for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(a.v[j], bi, t[j + 1]);
+        t[N] = ptx::madc_hi(a.v[N - 1], bi, t[N]);
+
+        const u32 m = t[0] * P::INV;
+        t[0] = ptx::mad_lo_cc(m, P::mod(0), t[0]);  // low word becomes 0
+#pragma unroll
+        for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, P::mod(j), t[j]);
+        t[N] = ptx::addc(t[N], 0);
+        t[1] = ptx::mad_hi_cc(m, P::mod(0), t[1]);
+#pragma unroll
+        for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(m, P::mod(j), t[j + 1]);
+        t[N] = ptx::madc_hi(m, P::mod(N - 1), t[N]);
+
+#pragma unroll
+        for (int j = 0; j < N; j++) t[j] = t[j + 1];
+        t[N] = 0;
+    }
+    return mont_reduce_once<P>(t, 0);
+}
+
+template <class P>
+__device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) { return a * a; }
+
+// Standard form -> Montgomery form: a * R^2 * R^-1. One mul.
+template <class P>
+__device__ __forceinline__ mont_t<P> to_mont(const mont_t<P>& a) { return a * mont_t<P>::r2(); }
+
+// Montgomery form -> standard form: a * 1 * R^-1. One mul.
+template <class P>
+__device__ __forceinline__ mont_t<P> from_mont(const mont_t<P>& a) {
+    mont_t<P> unit = mont_t<P>::zero();
+    unit.v[0] = 1;
+    return a * unit;
+}
+
+// a^(p-2) = a^-1 for a != 0 (0 maps to 0). Left-to-right square-and-multiply over the bits of
+// p - 2: about log2(p) squarings and popcount(p-2) multiplications.
+template <class P>
+__device__ __forceinline__ mont_t<P> inverse(const mont_t<P>& a) {
+    constexpr int N = P::N;
+    mont_t<P> r = mont_t<P>::one();
+    for (int i = N - 1; i >= 0; i--) {
+        const u32 e = P::pm2(i);
+        for (int bit = 31; bit >= 0; bit--) {
+            r = sqr(r);
+            if ((e >> bit) & 1) r = r * a;
+        }
+    }
+    return r;
+}
+
+// Global memory <-> registers as 16-byte vectors (elements are 4N bytes, 16-byte aligned).
+template <class P>
+__device__ __forceinline__ mont_t<P> load(const u32* base, u64 index) {
+    constexpr int N = P::N;
+    const uint4* p = reinterpret_cast<const uint4*>(base + index * N);
+    mont_t<P> r;
+#pragma unroll
+    for (int q = 0; q < N / 4; q++) {
+        uint4 w = p[q];
+        r.v[4 * q] = w.x; r.v[4 * q + 1] = w.y; r.v[4 * q + 2] = w.z; r.v[4 * q + 3] = w.w;
+    }
+    return r;
+}
+
+template <class P>
+__device__ __forceinline__ void store(u32* base, u64 index, const mont_t<P>& a) {
+    constexpr int N = P::N;
+    uint4* p = reinterpret_cast<uint4*>(base + index * N);
+#pragma unroll
+    for (int q = 0; q < N / 4; q++)
+        p[q] = make_uint4(a.v[4 * q], a.v[4 * q + 1], a.v[4 * q + 2], a.v[4 * q + 3]);
+}

@@ -1,0 +1,181 @@
+"""Time the GPU kernels (NTT, H, G1 MSM) against DESIGN.md's figures.
+
+    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--pass KERNEL]
+        SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes.
+        --h-max: largest size for H (default: all); --pass: ntt_pass (default), ntt_pass_r4,
+        ntt_pass_tws (see cuzk_ray.backends.cuda.PASS_KERNEL).
+        --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
+G1 MSM times are wall-clock (device work + the small host-side window combination), median of 3,
+bases and scalars already in VRAM; bases are 1024 distinct points tiled to n (building 2^20
+distinct points in Python would take minutes); each result is checked against a second run with
+another window size.
+
+Times are medians over N runs (default 7) after one warm-up, measured with CUDA events around
+the device work only (inputs already in VRAM, results left there). Each timed result is checked
+(NTT by a round trip, H against the inverse-free identity below) so a broken kernel cannot post
+a fast time.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+import sys
+
+import numpy as np
+
+from cuzk_ray.backends import cuda
+from cuzk_ray.field import R_MOD
+from cuzk_ray.kernels.loader import require_cupy
+
+# DESIGN.md section 6 (H200): NTT over Fr.
+NTT_FLOOR_24_MS = 5.0  # compute-bound estimate; scaled by n log n for other sizes ("~")
+NTT_PUBLISHED = {21: "0.76 (4090)"}
+NTT_TARGET_MS = {24: 6.0, 27: 60.0}
+
+
+def parse_sizes(arg: str) -> list[int]:
+    if "-" in arg:
+        lo, hi = arg.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in arg.split(",")]
+
+
+def random_fr(cp, shape, seed):
+    x = np.random.default_rng(seed).integers(0, 2**64, size=shape, dtype=np.uint64)
+    x[..., 3] %= np.uint64(R_MOD >> 192)
+    return cp.asarray(x)
+
+
+def time_ms(cp, fn, runs: int) -> float:
+    fn()  # warm-up (compiles, builds tables)
+    cp.cuda.Device().synchronize()
+    times = []
+    for _ in range(runs):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end))
+    return statistics.median(times)
+
+
+def main(argv: list[str]) -> None:
+    cp = require_cupy()
+    sizes, runs, h_max, msm_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, []
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--runs":
+            runs = int(args.pop(0))
+        elif a == "--h-max":
+            h_max = int(args.pop(0))
+        elif a == "--msm":
+            v = args.pop(0)
+            msm_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--pass":
+            cuda.PASS_KERNEL = args.pop(0)
+        else:
+            sizes = parse_sizes(a)
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
+          f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
+    mul_throughput(cp)
+    print(f"NTT pass kernel: {cuda.PASS_KERNEL}")
+    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for log_n in sizes:
+        n = 1 << log_n
+        x = random_fr(cp, (1, n, 4), log_n)
+        ntt_ms = time_ms(cp, lambda: cuda.ntt_device(x), runs)
+        y = cuda.ntt_device(x)
+        ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))
+        del y
+        h_ms, h_ok = float("nan"), True
+        if log_n <= h_max:
+            src = random_fr(cp, (3, n, 4), log_n + 100)
+            work = cp.empty_like(src)
+
+            def run_h():
+                cp.copyto(work, src)  # H overwrites its input; the copy is ~1% of the time
+                return cuda.compute_h_device(work)
+
+            h_ms = time_ms(cp, run_h, runs)
+            h_ok = check_h(cp, src, run_h())
+            del src, work
+        floor = NTT_FLOOR_24_MS * (n * log_n) / (2**24 * 24)
+        flag = "" if ok and h_ok else "  RESULT CHECK FAILED"
+        print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
+              f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+    if msm_sizes:
+        bench_msm(cp, msm_sizes)
+
+
+def mul_throughput(cp) -> None:
+    """Field multiplications per second of the Montgomery kernels (2 independent chains per thread)."""
+    from cuzk_ray.kernels.loader import get_kernel
+
+    n, iters = 132 * 2048 * 4, 256
+    for name, words in (("fr_mul_chain", 8), ("fp_mul_chain", 12)):
+        data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
+        data[:, 4:] = 0
+        fn = get_kernel("ff_test.cu", name)
+        ms = time_ms(cp, lambda: fn(((n + 255) // 256,), (256,), (data, np.int32(iters), np.uint64(n))), 3)
+        print(f"{name}: {2 * iters * n / ms / 1e6:.1f} G mul/s")
+
+
+def bench_msm(cp, sizes) -> None:
+    import time
+
+    from cuzk_ray.backends import g1_ref
+    from cuzk_ray.backends.cuda_msm import default_window, msm_g1
+    from cuzk_ray.field import fp_to_limbs
+
+    rng = np.random.default_rng(11)
+    start = g1_ref.affine_mul(int(rng.integers(1, 2**62)), g1_ref.G1_GEN)
+    distinct, acc = [], start
+    for _ in range(1024):
+        acc = g1_ref.affine_add(acc, start)
+        distinct.append(acc)
+    rows = fp_to_limbs([v for p in distinct for v in p]).reshape(-1, 2, 6)
+    print("\n| log2 n | scalars | window | G1 MSM ms | target ms (2^24) |")
+    print("|---:|---|---:|---:|---:|")
+    for log_n in sizes:
+        n = 1 << log_n
+        pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (n // 1024 + 1, 1, 1))[:n]))
+        kinds = [("uniform", random_fr(cp, (n, 4), log_n + 200))]
+        if log_n <= 16:
+            kinds.append(("bits 0/1", cp.asarray(rng.integers(0, 2, size=(n, 4), dtype=np.uint64) * np.array([1, 0, 0, 0], dtype=np.uint64))))
+        for kind, sc in kinds:
+            c = default_window(n)
+            msm_g1(pts, sc)  # warm-up
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                res = msm_g1(pts, sc)
+                times.append((time.perf_counter() - t0) * 1e3)
+            ok = np.array_equal(res, msm_g1(pts, sc, window=c - 1))
+            print(f"| {log_n} | {kind} | {c} | {statistics.median(times):.1f} | {'110' if log_n == 24 else ''} |"
+                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+        del pts
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def check_h(cp, abc, h) -> bool:
+    """h_j = A(v_j) B(v_j) - C(v_j) at v_j = w_2n^(2j+1): check it through cuda.ntt_device with
+    shift w_2n (independent of compute_h's fused DIF/DIT path) at a handful of indices."""
+    from cuzk_ray.field import limbs_to_ints, root_of_unity
+
+    n = abc.shape[1]
+    w2 = root_of_unity(2 * n)
+    odd = [cuda.ntt_device(cuda.ntt_device(abc[i : i + 1], inverse=True), shift=w2) for i in range(3)]
+    idx = [0, 1, n - 1, n // 3]
+    vals = [limbs_to_ints(cp.asnumpy(v[0, idx])) for v in odd]
+    got = limbs_to_ints(cp.asnumpy(h[idx]))
+    return all(int(g) == (int(a) * int(b) - int(c)) % R_MOD for g, a, b, c in zip(got, *vals))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
