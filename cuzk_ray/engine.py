@@ -281,7 +281,7 @@ def _short(e: BaseException) -> str:
 def stage_table(results: list[PartitionResult], wall_s: float) -> str:
     """Per-stage median and total seconds over the partitions, then the wall time."""
     stages = ["synthesis", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l", "msm_h", "assemble",
-              "prove_total", "verify"]
+              "gpu", "prove_total", "verify"]
     lines = [f"{'stage':<12}{'median s':>10}{'total s':>10}"]
     for st in stages:
         vals = [r.times[st] for r in results if st in r.times and np.isfinite(r.times[st])]

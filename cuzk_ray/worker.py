@@ -26,7 +26,10 @@ class PartitionProver:
         if r is None or s is None:
             r, s = random_blinding()
         times = StageTimes()
+        gpu0 = getattr(self.backend, "gpu_seconds", None)
         proof = prove(self.pk, self.cs, part.witness, r, s, self.backend, times)
+        if gpu0 is not None:
+            times["gpu"] = self.backend.gpu_seconds - gpu0  # kernel time (device synchronized)
         public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public]))
         return {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
                 "public": [int(x) for x in public], "times": dict(times)}

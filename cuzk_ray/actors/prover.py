@@ -32,6 +32,10 @@ class _ProverActor:
         out["synthesis_node"] = part.extra.get("synthesis_node")
         out["times"]["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
         out["times"]["prove_total"] = time.perf_counter() - t0
+        if "gpu" in out["times"]:
+            from ..metrics import prover_metrics
+
+            prover_metrics()["gpu_busy"].inc(out["times"]["gpu"], tags={"backend": self.backend_name})
         return out
 
 

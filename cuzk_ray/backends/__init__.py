@@ -27,7 +27,7 @@ def resolve_backend_name(name: str) -> str:
 
 def _cuda_backend_class():
     try:
-        from .cuda import CudaBackend  # noqa: F401  (the kernels issue provides it)
+        from .gpu import CudaBackend
     except ImportError:
         return None
     return CudaBackend

@@ -21,17 +21,13 @@ from ..msm import msm_g1, msm_g2
 class ResidentKey:
     """A proving key's points as arkworks objects (the CPU analogue of bases kept in VRAM)."""
 
-    def __init__(self, pk: ProvingKey):
+    def __init__(self, pk: ProvingKey, g1_queries: bool = True):
         self.pk = pk
         self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0] for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
         self.beta_g2, self.delta_g2 = (g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
-        self.queries = {
-            "a_query": g1_points(pk.a_query),
-            "b_g1_query": g1_points(pk.b_g1_query),
-            "b_g2_query": g2_points(pk.b_g2_query),
-            "l_query": g1_points(pk.l_query),
-            "h_query": g1_points(pk.h_query),
-        }
+        self.queries = {"b_g2_query": g2_points(pk.b_g2_query)}
+        if g1_queries:  # the GPU backend keeps these in VRAM instead
+            self.queries.update({q: g1_points(getattr(pk, q)) for q in ("a_query", "b_g1_query", "l_query", "h_query")})
 
 
 class CpuBackend:

@@ -1,0 +1,103 @@
+"""The ``cuda`` proving backend: the interface of CpuBackend, with the H computation and the G1
+MSMs on the GPU and the G1 bases resident in VRAM.
+
+  load_key(pk)   G1 queries (a, b_g1, l, h) uploaded once and kept; free VRAM checked first
+  compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
+  msm_g1         kernels/msm.cu on the resident bases
+  msm_g2         py-arkworks on the CPU, on the backend's threads, overlapping the GPU work
+                 (SupraSeal also keeps B_G2 off the GPU's critical path)
+
+One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
+and a pinned host pool for uploads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ..curve import g1_points
+from ..field import FR_LIMBS, fr_to_limbs, fr_vector
+from ..groth16.keys import ProvingKey
+from ..kernels.loader import require_cupy
+from ..msm import msm_g2
+from .cpu import ResidentKey
+
+VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
+
+
+class GpuKey:
+    """A proving key with its G1 queries in VRAM (and the CPU-side points for G2 and assembly)."""
+
+    G1_QUERIES = ("a_query", "b_g1_query", "l_query", "h_query")
+
+    def __init__(self, pk: ProvingKey, cp):
+        self.pk = pk
+        need = sum(getattr(pk, q).nbytes for q in self.G1_QUERIES)
+        free, _total = cp.cuda.runtime.memGetInfo()
+        if need + VRAM_MARGIN > free:
+            raise MemoryError(f"GPU memory: the key's G1 queries need {need / 2**30:.2f} GiB, "
+                              f"{free / 2**30:.2f} GiB free (margin {VRAM_MARGIN / 2**30:.0f} GiB)")
+        self.device = {q: cp.asarray(np.ascontiguousarray(getattr(pk, q))) for q in self.G1_QUERIES}
+        self.cpu = ResidentKey(pk, g1_queries=False)
+        # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
+        for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
+            setattr(self, name, getattr(self.cpu, name))
+        self.queries = self.cpu.queries
+
+
+class CudaBackend:
+    name = "cuda"
+
+    def __init__(self, threads: int = 2):
+        self.cp = require_cupy()
+        self.pool = ThreadPoolExecutor(max_workers=max(2, threads), thread_name_prefix="cuzk-gpu")
+        self._keys: dict[int, GpuKey] = {}
+        self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
+        self.gpu_seconds = 0.0
+
+    def load_key(self, pk: ProvingKey) -> GpuKey:
+        key = self._keys.get(id(pk))
+        if key is None or key.pk is not pk:
+            key = self._keys[id(pk)] = GpuKey(pk, self.cp)
+        return key
+
+    def _timed_gpu(self, fn, *args):
+        with self._gpu_lock:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                self.cp.cuda.get_current_stream().synchronize()
+                self.gpu_seconds += time.perf_counter() - t0
+
+    def compute_h(self, a, b, c):
+        from . import cuda
+
+        a, b, c = (_limbs(x) for x in (a, b, c))
+        return self._timed_gpu(cuda.compute_h, a, b, c)
+
+    def msm_g1(self, key: GpuKey, query: str, scalars):
+        from .cuda_msm import msm_g1
+
+        bases = key.device[query]
+        s = _limbs(scalars)
+        if len(s) != len(bases):
+            raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
+        aff = self._timed_gpu(msm_g1, bases, s)
+        return g1_points(aff.reshape(1, 2, 6))[0]
+
+    def msm_g2(self, key: GpuKey, query: str, scalars):
+        return msm_g2(key.queries[query], scalars)
+
+    def submit(self, fn, *args):
+        return self.pool.submit(fn, *args)
+
+
+def _limbs(x) -> np.ndarray:
+    if isinstance(x, np.ndarray) and x.dtype == np.uint64:
+        return np.ascontiguousarray(x.reshape(-1, FR_LIMBS))
+    return fr_to_limbs(fr_vector(x))
