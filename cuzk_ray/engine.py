@@ -82,6 +82,8 @@ class PartitionResult:
     prover_node: str | None
     verified: bool
     attempts: int = 1
+    prover_pid: int | None = None
+    prover_index: int = -1
 
 
 @dataclass
@@ -127,9 +129,14 @@ class ProvingEngine:
 
     def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", pw: int = 2,
                  provers: int | None = None, threads: int = 2, host_budget: int | None = None,
-                 gpu_workers_per_device: int = 1, max_attempts: int = 3, max_restarts: int = 3):
+                 gpu_workers_per_device: int = 1, max_attempts: int = 3, max_restarts: int = 3,
+                 placement: str = "auto"):
         self.circuit, self.pk = circuit, pk
         self.backend = resolve_backend_name(backend)
+        # Where prover actors go: "gpu" = one per GPU (x gpu_workers_per_device), "cpu" = one per node.
+        # "auto" follows the backend; placement="gpu" with backend="cpu" exercises GPU placement on
+        # Ray logical GPUs without CUDA (tests of multi-GPU scheduling).
+        self.placement = ("gpu" if self.backend == "cuda" else "cpu") if placement == "auto" else placement
         self.max_attempts = max(1, int(max_attempts))
         self.part_bytes = partition_host_bytes(circuit, self.backend, pk.domain_size)
         check_budget(host_budget, self.part_bytes, circuit.circuit_id)
@@ -147,13 +154,14 @@ class ProvingEngine:
 
     def _start_provers(self, pk_ref, cs_ref, count, threads, gpw, max_restarts):
         opts = {"max_restarts": max_restarts, "max_task_retries": 0}  # the engine re-runs partitions
-        if self.backend == "cuda":
+        if self.placement == "gpu":
             n_gpus = int(ray.cluster_resources().get("GPU", 0))
-            if _cuda_backend_class() is None:
+            if self.backend == "cuda" and _cuda_backend_class() is None:
                 raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
                                    "use backend=cpu (or backend=auto)")
             if n_gpus == 0:
-                raise RuntimeError("backend=cuda: the Ray cluster has no GPUs; use backend=cpu or add GPU nodes")
+                raise RuntimeError(f"backend={self.backend}: the Ray cluster has no GPUs; use backend=cpu "
+                                   f"or add GPU nodes")
             gpw = max(1, int(gpw))
             cls, count = GpuProver, count or n_gpus * gpw
             placements = [dict(opts, num_gpus=1.0 / gpw, num_cpus=0) for _ in range(count)]
@@ -266,7 +274,8 @@ class ProvingEngine:
         if not ok:
             return None
         return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
-                               out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1)
+                               out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1,
+                               out.get("prover_pid"), work.prover)
 
 
 def _short(e: BaseException) -> str:

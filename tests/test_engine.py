@@ -167,3 +167,4 @@ def test_local_engine_same_semantics_without_ray(key):
     assert [(r.proof_id, r.partition) for r in batch.results] == [
         (f"proof-{p:03d}", k) for p in (0, 2) for k in range(3)]
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+

@@ -18,7 +18,7 @@ class _ProverActor:
         import ray
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
-                "backend": self.backend_name}
+                "backend": self.backend_name, "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
     def prove(self, batch, r: int | None = None, s: int | None = None) -> dict:
         import ray
@@ -29,6 +29,7 @@ class _ProverActor:
         part = from_record_batch(batch)
         out = self.worker.prove(part, r, s)
         out["prover_node"] = ray.get_runtime_context().get_node_id()
+        out["prover_pid"] = os.getpid()
         out["synthesis_node"] = part.extra.get("synthesis_node")
         out["times"]["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
         out["times"]["prove_total"] = time.perf_counter() - t0

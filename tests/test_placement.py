@@ -1,0 +1,38 @@
+"""Prover placement on many GPUs (issue 7), on the CPU: a real Ray node with 8 logical GPUs."""
+
+import pytest
+import ray
+
+from cuzk_ray.circuits import PorepCircuit
+from cuzk_ray.engine import ProvingEngine
+from cuzk_ray.groth16.setup import dev_setup
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def test_one_prover_per_gpu_on_eight_logical_gpus(tmp_path):
+    """Placement for any GPU count (issue 7): Ray logical GPUs, the CPU backend inside the actors."""
+    from cluster import LocalCluster
+
+    c = LocalCluster(tmp_path, nodes=1, cpus=2, gpus=8)
+    try:
+        ray.init(address=c.address, logging_level="ERROR")
+        circuit = PorepCircuit(constraints=256, partitions=8)
+        cs = circuit.build()
+        pk = dev_setup(cs, 3)
+        engine = ProvingEngine(pk, cs, circuit, backend="cpu", placement="gpu", pw=8, threads=1)
+        gpu_ids = sorted(g for info in engine.prover_info for g in info["gpu_ids"])
+        assert len(engine.provers) == 8 and gpu_ids == [str(i) for i in range(8)]  # one GPU each
+        batch = engine.run(2, seed=1)
+        per_actor = {}
+        for r in batch.results:
+            per_actor[r.prover_pid] = per_actor.get(r.prover_pid, 0) + 1
+        engine.shutdown()
+        assert not batch.failed and len(batch.results) == 16
+        # Least-loaded dispatch is work-conserving, not round-robin: 8 actor processes share 2
+        # cores here, so a slow one may take one partition fewer. Every GPU's actor must work.
+        assert len(per_actor) == 8 and max(per_actor.values()) <= 3, per_actor
+        assert {r.prover_index for r in batch.results} == set(range(8))
+    finally:
+        ray.shutdown()
+        c.stop()
