@@ -146,6 +146,7 @@ class ProvingEngine:
             self.pw = min(self.pw, host_budget // self.part_bytes)
         self.metrics = engine_metrics()
         pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
+        self._key_refs = (pk_ref, cs_ref)  # held for the engine's life: a restarted actor needs them
         self.provers, self.prover_info = self._start_provers(pk_ref, cs_ref, provers, threads,
                                                              gpu_workers_per_device, max_restarts)
         self.load = [0] * len(self.provers)
