@@ -54,5 +54,16 @@ class ProveConf:
     hardware: Any = None  # name of the hardware profile in use (set by conf/hardware/*.yaml)
 
 
+@dataclass
+class BenchConf(ProveConf):
+    output_dir: str = "outputs/bench"
+    proofs: int = 3  # measured proofs (steady state), after the warm-up
+    warmup: int = 1  # proofs run first and not measured (actors warm, kernels compiled)
+    plots: bool = True  # timeline.png and stages.png (needs matplotlib: pip install -e '.[bench]')
+    sample_s: float = 0.25  # host memory sampling period
+
+
 def register() -> None:
-    ConfigStore.instance().store(name="prove_schema", node=ProveConf)
+    cs = ConfigStore.instance()
+    cs.store(name="prove_schema", node=ProveConf)
+    cs.store(name="bench_schema", node=BenchConf)

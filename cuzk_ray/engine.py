@@ -64,10 +64,11 @@ def init_ray(ray_cfg: dict) -> bool:
 
 @ray.remote(num_cpus=1)
 def _synthesize_task(spec: dict, proof_id: str, circuit_id: str, synth_fn=None):
-    t0 = time.perf_counter()
+    t0, w0 = time.perf_counter(), time.time()
     witness = (synth_fn or synthesize)(spec)
     extra = {"synthesis_node": ray.get_runtime_context().get_node_id(),
-             "synthesis_s": f"{time.perf_counter() - t0:.6f}"}
+             "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
+             "synthesis_pid": str(os.getpid())}
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
 
 
@@ -84,6 +85,8 @@ class PartitionResult:
     attempts: int = 1
     prover_pid: int | None = None
     prover_index: int = -1
+    spans: list = field(default_factory=list)  # (stage, start, end), epoch seconds, for timelines
+    vram_peak: int | None = None
 
 
 @dataclass
@@ -276,7 +279,7 @@ class ProvingEngine:
             return None
         return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
                                out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1,
-                               out.get("prover_pid"), work.prover)
+                               out.get("prover_pid"), work.prover, out.get("spans", []), out.get("vram_peak"))
 
 
 def _short(e: BaseException) -> str:

@@ -3,22 +3,27 @@ metrics and benchmark tables use the same words as the algorithm."""
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 
 
 class StageTimes(dict):
-    """stage name -> seconds (accumulated when a stage runs more than once)."""
+    """stage name -> seconds (accumulated when a stage runs more than once); ``spans`` keeps
+    (stage, start, end) in wall-clock seconds since the epoch for timelines."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.spans: list[tuple[str, float, float]] = []
+        self._lock = threading.Lock()  # stages of one partition run on several threads
 
     @contextmanager
     def stage(self, name: str):
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), time.time()
         try:
             yield
         finally:
-            self[name] = self.get(name, 0.0) + time.perf_counter() - t0
-
-    def merge(self, other: dict) -> "StageTimes":
-        for k, v in other.items():
-            self[k] = self.get(k, 0.0) + v
-        return self
+            dt = time.perf_counter() - t0
+            with self._lock:
+                self[name] = self.get(name, 0.0) + dt
+                self.spans.append((name, w0, w0 + dt))

@@ -31,5 +31,9 @@ class PartitionProver:
         if gpu0 is not None:
             times["gpu"] = self.backend.gpu_seconds - gpu0  # kernel time (device synchronized)
         public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public]))
-        return {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
-                "public": [int(x) for x in public], "times": dict(times)}
+        out = {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
+               "public": [int(x) for x in public], "times": dict(times), "spans": list(times.spans)}
+        peak = getattr(self.backend, "vram_peak", None)
+        if peak is not None:
+            out["vram_peak"] = peak
+        return out

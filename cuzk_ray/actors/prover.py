@@ -32,6 +32,9 @@ class _ProverActor:
         out["prover_pid"] = os.getpid()
         out["synthesis_node"] = part.extra.get("synthesis_node")
         out["times"]["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
+        if "synthesis_start" in part.extra:
+            s0 = float(part.extra["synthesis_start"])
+            out["spans"].append(("synthesis", s0, s0 + out["times"]["synthesis"]))
         out["times"]["prove_total"] = time.perf_counter() - t0
         if "gpu" in out["times"]:
             from ..metrics import prover_metrics

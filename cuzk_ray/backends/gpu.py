@@ -58,6 +58,7 @@ class CudaBackend:
         self._keys: dict[int, GpuKey] = {}
         self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
         self.gpu_seconds = 0.0
+        self.vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
 
     def load_key(self, pk: ProvingKey) -> GpuKey:
         key = self._keys.get(id(pk))
@@ -73,6 +74,8 @@ class CudaBackend:
             finally:
                 self.cp.cuda.get_current_stream().synchronize()
                 self.gpu_seconds += time.perf_counter() - t0
+                free, total = self.cp.cuda.runtime.memGetInfo()
+                self.vram_peak = max(self.vram_peak, total - free)
 
     def compute_h(self, a, b, c):
         from . import cuda

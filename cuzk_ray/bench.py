@@ -1,0 +1,120 @@
+"""Benchmark measurements shared by jobs/bench.py: host-memory sampling, summaries, plots."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+
+# Published figures of the system we measure ourselves against (DESIGN.md section 8).
+CUZK_PUBLISHED = {
+    "hardware": "RTX 5070 Ti + 96 cores, 2^27-constraint PoRep partitions (10 per proof)",
+    "s_per_proof_isolated": 32.1,
+    "s_per_proof_pw12": 37.7,
+    "peak_rss_gib_pw12": 400,
+    "gpu_s_per_partition": 1.8,
+}
+
+
+class MemorySampler:
+    """Samples, every ``period`` s, the machine's used memory and the summed PSS (proportional set
+    size: shared object-store pages counted once) of this process and its descendants (the
+    embedded Ray node's raylet, object store and workers)."""
+
+    def __init__(self, period: float = 0.25):
+        import psutil  # a dependency of ray[default]
+
+        self.psutil, self.period = psutil, period
+        self.base_used = psutil.virtual_memory().used
+        self.peak_used = 0
+        self.peak_pss = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="cuzk-mem")
+
+    def _tree_pss(self) -> int:
+        me = self.psutil.Process(os.getpid())
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                total += p.memory_full_info().pss
+            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                pass
+        return total
+
+    def _loop(self):
+        while not self._stop.is_set():
+            self.peak_used = max(self.peak_used, self.psutil.virtual_memory().used - self.base_used)
+            self.peak_pss = max(self.peak_pss, self._tree_pss())
+            self._stop.wait(self.period)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def summarize(batch, proofs: int, n_devices: int | None) -> dict:
+    """Steady-state numbers of a measured batch."""
+    stages = sorted({k for r in batch.results for k in r.times})
+    med = {st: float(np.median([r.times[st] for r in batch.results if st in r.times])) for st in stages}
+    gpu = sum(r.times.get("gpu", 0.0) for r in batch.results)
+    provers = max(1, len({r.prover_index for r in batch.results}))
+    out = {
+        "proofs": proofs, "partitions": len(batch.results), "wall_s": batch.wall_s,
+        "s_per_proof": batch.wall_s / max(1, proofs), "stage_median_s": med,
+        "prover_busy_fraction": sum(r.times.get("prove_total", 0.0) for r in batch.results) / (batch.wall_s * provers),
+        "failed": batch.failed, "max_in_flight": batch.max_in_flight,
+        "host_budget": batch.host_budget, "host_peak_reserved": batch.host_peak,
+        "bytes_per_partition": batch.host_bytes_per_partition,
+    }
+    if n_devices:
+        out["gpu_busy_fraction"] = gpu / (batch.wall_s * n_devices)
+        peaks = [r.vram_peak for r in batch.results if r.vram_peak]
+        out["vram_peak_bytes"] = max(peaks) if peaks else None
+    return out
+
+
+STAGE_COLORS = {"synthesis": "#999999", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
+                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
+                "assemble": "#17becf"}
+
+
+def plot(batch, summary: dict, out_dir) -> list[str]:
+    """timeline.png (each partition's stages per worker on a time axis) and stages.png (medians)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t0 = min(s for r in batch.results for _, s, _ in r.spans)
+    workers = sorted({r.prover_index for r in batch.results})
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(workers)))
+    for r in batch.results:
+        row = workers.index(r.prover_index)
+        for name, s, e in r.spans:
+            lane = 0.35 if name == "synthesis" else (-0.2 if name == "msm_b_g2" else 0.0)
+            ax.barh(row + lane, e - s, left=s - t0, height=0.3, color=STAGE_COLORS.get(name, "#444444"))
+    ax.set_yticks(range(len(workers)), [f"prover {w}" for w in workers])
+    ax.set_xlabel("seconds")
+    ax.set_title(f"{summary['partitions']} partitions, {summary['s_per_proof']:.2f} s/proof "
+                 "(grey: synthesis; red lane: B_G2 MSM on CPU threads)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLORS.values()]
+    ax.legend(handles, STAGE_COLORS.keys(), ncol=5, fontsize=7, loc="upper right")
+    fig.tight_layout()
+    paths = [os.path.join(out_dir, "timeline.png"), os.path.join(out_dir, "stages.png")]
+    fig.savefig(paths[0], dpi=110)
+    plt.close(fig)
+    med = {k: v for k, v in summary["stage_median_s"].items() if k in STAGE_COLORS or k == "gpu"}
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.bar(list(med), list(med.values()), color=[STAGE_COLORS.get(k, "#444444") for k in med])
+    ax.set_ylabel("median seconds per partition")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(paths[1], dpi=110)
+    plt.close(fig)
+    return paths

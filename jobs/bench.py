@@ -1,0 +1,114 @@
+"""Steady-state benchmark of the engine: `python jobs/bench.py [key=value ...]` (Hydra).
+
+Warms up (``warmup`` proofs, not measured), then proves ``proofs`` proofs of the built-in
+PoRep-shaped circuit and reports seconds per proof, per-stage medians, prover and GPU busy
+fractions, peak host memory of the Ray node and peak VRAM; checks every proof verifies; writes
+results.json, timeline.png and stages.png into output_dir; prints cuzk's published figures beside.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from cuzk_ray.config import register  # noqa: E402
+
+register()
+
+
+def run(cfg: dict) -> int:
+    import platform
+
+    import ray
+
+    from cuzk_ray.backends import resolve_backend_name
+    from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, plot, summarize
+    from cuzk_ray.circuits import make_circuit
+    from cuzk_ray.engine import LocalEngine, ProofFailed, ProvingEngine, init_ray, stage_table
+    from cuzk_ray.formats.snarkjs_json import write_json_atomic
+    from cuzk_ray.keystore import ensure_dev_key
+    from cuzk_ray.memory import parse_bytes
+
+    circuit = make_circuit(cfg["circuit"])
+    out = Path(cfg["output_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
+    key_s = time.perf_counter() - t0
+    print(f"key: {key_path} ({'created' if created else 'cached'}, {key_s:.1f} s)")
+    local = cfg["engine"] == "local"
+    started = False if local else init_ray(cfg["ray"])
+    try:
+        with MemorySampler(cfg["sample_s"]) as mem:
+            engine = (LocalEngine if local else ProvingEngine)(
+                pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
+                threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
+                gpu_workers_per_device=cfg["gpu_workers_per_device"], max_attempts=cfg["max_attempts"])
+            if cfg["warmup"]:
+                engine.run(cfg["warmup"], seed=cfg["seed"] + 10_000)
+            batch = engine.run(cfg["proofs"], seed=cfg["seed"])
+            engine.shutdown()
+        n_devices = None
+        if resolve_backend_name(cfg["backend"]) == "cuda":
+            n_devices = len({g for p in engine.prover_info for g in p.get("gpu_ids", [])}) or 1
+    finally:
+        if started:
+            ray.shutdown()
+    if batch.failed:
+        raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
+    summary = summarize(batch, cfg["proofs"], n_devices)
+    summary.update({
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
+        "cpus": __import__("os").cpu_count(), "circuit": circuit.circuit_id, "backend": engine.backend,
+        "engine": cfg["engine"], "pw": engine.pw, "provers": len(engine.provers), "key_seconds": key_s,
+        "peak_host_used_bytes": mem.peak_used, "peak_node_pss_bytes": mem.peak_pss,
+        "all_verified": all(r.verified for r in batch.results), "cuzk_published": CUZK_PUBLISHED,
+        "config": cfg,
+    })
+    plots = []
+    if cfg["plots"]:
+        try:
+            plots = plot(batch, summary, str(out))
+        except ImportError:
+            print("plots skipped: matplotlib is not installed (pip install -e '.[bench]')")
+    write_json_atomic(out / "results.json", summary)
+    print(stage_table(batch.results, batch.wall_s))
+    gib = 2**30
+    rows = [
+        ("circuit", circuit.circuit_id, ""),
+        ("backend / provers / pw", f"{engine.backend} / {len(engine.provers)} / {engine.pw}", ""),
+        ("s per proof (steady)", f"{summary['s_per_proof']:.3f}",
+         f"{CUZK_PUBLISHED['s_per_proof_isolated']} isolated, {CUZK_PUBLISHED['s_per_proof_pw12']} at pw=12"),
+        ("prover busy", f"{summary['prover_busy_fraction']:.0%}", ""),
+        ("GPU busy", f"{summary['gpu_busy_fraction']:.0%}" if n_devices else "-", ""),
+        ("peak host (node PSS)", f"{mem.peak_pss / gib:.2f} GiB", f"{CUZK_PUBLISHED['peak_rss_gib_pw12']} GiB RSS at pw=12"),
+        ("peak VRAM", f"{summary.get('vram_peak_bytes', 0) / gib:.2f} GiB" if n_devices else "-", ""),
+        ("all proofs verified", str(summary["all_verified"]), ""),
+    ]
+    print(f"\n{'':<24}{'cuzk-ray':>24}   cuzk (published, {CUZK_PUBLISHED['hardware']})")
+    for name, ours, theirs in rows:
+        print(f"{name:<24}{ours:>24}   {theirs}")
+    print(f"results: {out / 'results.json'}" + (f"; plots: {', '.join(plots)}" if plots else ""))
+    return 0
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="bench")
+def main(cfg: DictConfig) -> None:
+    from cuzk_ray.errors import exit_with_error
+
+    try:
+        code = run(OmegaConf.to_container(cfg, resolve=True))
+    except Exception as e:  # noqa: BLE001
+        code = exit_with_error(e)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""jobs/bench.py end to end on the CPU (small circuit): results.json, plots, the comparison table."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def test_bench_writes_results_and_plots(tmp_path):
+    out = tmp_path / "bench"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    res = subprocess.run([sys.executable, str(ROOT / "jobs" / "bench.py"), f"output_dir={out}",
+                          f"cache_dir={tmp_path / 'cache'}", "circuit.constraints=256", "circuit.partitions=3",
+                          "proofs=2", "warmup=1", "pw=2"], capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert r["partitions"] == 6 and r["all_verified"] is True and not r["failed"]
+    assert r["s_per_proof"] > 0 and 0 < r["prover_busy_fraction"] <= 1.0
+    assert r["peak_node_pss_bytes"] > 0
+    assert {"h", "msm_h", "msm_b_g2", "synthesis"} <= set(r["stage_median_s"])
+    assert r["host_peak_reserved"] <= r["max_in_flight"] * r["bytes_per_partition"]
+    assert (out / "timeline.png").stat().st_size > 1000 and (out / "stages.png").stat().st_size > 1000
+    assert "s per proof (steady)" in res.stdout and "32.1 isolated" in res.stdout
