@@ -315,6 +315,41 @@ def raises(kind: str, path, *fragments):
     return msg
 
 
+def reorder(data: bytes, order) -> bytes:
+    """The same container with its sections rewritten in ``order`` (a function of the id list)."""
+    secs = sections(data)
+    payload = {sid: data[off - 8 : off + struct.unpack_from("<Q", data, off - 8)[0]] for sid, (_, off) in secs.items()}
+    out = bytearray(data[:12])
+    for sid in order(list(secs)):
+        out += struct.pack("<I", sid) + payload[sid]
+    return bytes(out)
+
+
+@pytest.mark.parametrize("kind", READERS)
+def test_sections_in_any_order(tmp_path, kind):
+    p = tmp_path / f"rev.{kind}"
+    p.write_bytes(reorder(FILES[kind].read_bytes(), lambda ids: ids[::-1]))
+    assert p.read_bytes() != FILES[kind].read_bytes()
+    a, b = READERS[kind](FILES[kind]), READERS[kind](p)
+    if kind == "wtns":
+        assert np.array_equal(a, b)
+    elif kind == "r1cs":
+        assert [a.A.row(j) + a.B.row(j) + a.C.row(j) for j in range(a.n_constraints)] == \
+               [b.A.row(j) + b.B.row(j) + b.C.row(j) for j in range(b.n_constraints)]
+    else:
+        for name in ProvingKey_fields():
+            assert np.array_equal(_get(a[0], name), _get(b[0], name)), name
+
+
+@pytest.mark.parametrize("kind", READERS)
+def test_duplicate_section(tmp_path, kind):
+    data = FILES[kind].read_bytes()
+    p = tmp_path / f"dup.{kind}"
+    dup = reorder(data, lambda ids: ids + [ids[-1]])
+    p.write_bytes(dup[:8] + struct.pack("<I", struct.unpack_from("<I", dup, 8)[0] + 1) + dup[12:])
+    raises(kind, p, "expected one section with this id, found a second one")
+
+
 @pytest.mark.parametrize("kind", READERS)
 def test_missing_file(tmp_path, kind):
     raises(kind, tmp_path / f"nope.{kind}", "file not found")

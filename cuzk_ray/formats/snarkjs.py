@@ -11,6 +11,7 @@ witnesses ``uint64[n, 4]``, G1 ``uint64[n, 2, 6]``, G2 ``uint64[n, 2, 2, 6]``, i
 from __future__ import annotations
 
 import os
+import struct
 
 import numpy as np
 
@@ -112,19 +113,21 @@ def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
     """Walk the 3m linear combinations (A, B, C of each constraint), then gather terms with numpy."""
     end = sec.offset + sec.length
     term = 4 + N8R
-    counts = np.empty(3 * m, dtype=np.int64)
-    first = np.empty(3 * m, dtype=np.int64)  # offset of the first term of each combination
-    pos = sec.offset
-    for j in range(3 * m):
+    counts = [0] * (3 * m)
+    first = [0] * (3 * m)  # offset of the first term of each combination
+    unpack, buf, pos = struct.Struct("<I").unpack_from, f.buf, sec.offset
+    for j in range(3 * m):  # the one Python loop: 3m iterations, bounds checked inline
         if pos + 4 > end:
             f.fail("section 2 (constraints)", f"nConstraints={m} constraints",
                    f"the section ends inside constraint {j // 3} (truncated, or nConstraints is wrong)")
-        n = f.u32(pos, f"constraint {j // 3} {'ABC'[j % 3]} term count", end)
+        (n,) = unpack(buf, pos)
         if n * term > end - pos - 4:
             f.fail(f"constraint {j // 3} {'ABC'[j % 3]}", f"at most {(end - pos - 4) // term} terms "
                    f"(the rest of section 2)", f"{n} terms (truncated or corrupt)")
-        counts[j], first[j] = n, pos + 4
+        counts[j] = n
+        first[j] = pos + 4
         pos += 4 + n * term
+    counts, first = np.array(counts, dtype=np.int64), np.array(first, dtype=np.int64)
     if pos != end:
         f.fail("section 2 (constraints) length", f"{pos - sec.offset} bytes for {m} constraints", sec.length)
     total = int(counts.sum())
