@@ -19,9 +19,10 @@ import pytest
 from py_arkworks_bls12381 import G1Point, G2Point, GT, Scalar
 
 from cuzk_ray.curve import g1_points, g2_points, scalars
-from cuzk_ray.field import R_MOD, limbs_to_ints
+from cuzk_ray.field import FP_R_INV, FR_R_INV, Q_MOD, R_MOD, ints_to_limbs, limbs_to_ints
 from cuzk_ray.formats import snarkjs
 from cuzk_ray.formats.snarkjs import FormatError, check_zkey_against_r1cs, read_r1cs, read_wtns, read_zkey
+from cuzk_ray.formats.montgomery import redc_limbs
 from cuzk_ray.formats.zkey_cache import load_zkey_cached
 from cuzk_ray.qap import compute_h, domain_size, evaluations
 from cuzk_ray.r1cs import UnsatisfiedConstraint
@@ -52,6 +53,17 @@ def witness(circuit: str, k: int, n_wires=None) -> np.ndarray:
 
 def load_json(circuit: str, name: str):
     return json.loads((FIX / circuit / name).read_text())
+
+
+@pytest.mark.parametrize("modulus,limbs,r_inv", [(Q_MOD, 6, FP_R_INV), (R_MOD, 4, FR_R_INV)])
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 14])
+def test_redc_limbs_matches_python_ints(modulus, limbs, r_inv, chunk):
+    rng = random.Random(modulus % 1000 + chunk)
+    values = [0, 1, 2, modulus - 1, modulus - 2, 2**64 - 1, 2**64, modulus >> 1]
+    values += [rng.randrange(modulus) for _ in range(300)] + [modulus - 1 - rng.randrange(2**70) for _ in range(30)]
+    got = limbs_to_ints(redc_limbs(ints_to_limbs(values, limbs), modulus, chunk)).tolist()
+    assert got == [v * r_inv % modulus for v in values]
+    assert got != values[:]  # it changed something: not the identity
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,18 +15,18 @@ import struct
 
 import numpy as np
 
-from ..field import FP_LIMBS, FR_LIMBS, FR_R2, Q_MOD, R_MOD, from_montgomery, ints_to_limbs, limbs_to_ints
+from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, limbs_to_ints
 from ..groth16.keys import ProvingKey, VerifyingKey
 from ..qap import domain_size
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .binfile import BinFile, FormatError, describe_prime, limbs_below
+from .montgomery import redc_limbs
 
 __all__ = ["FormatError", "read_wtns", "read_r1cs", "read_zkey", "check_zkey_against_r1cs"]
 
 N8R, N8Q = 8 * FR_LIMBS, 8 * FP_LIMBS
 G1_RAW, G2_RAW = 2 * N8Q, 4 * N8Q
 ZKEY_PROTOCOLS = {1: "groth16", 2: "plonk", 10: "fflonk"}
-FR_R2_INV = pow(FR_R2, -1, R_MOD)
 
 
 def _check_prime(f: BinFile, field: str, n8: int, prime: int, want: int, n8_want: int) -> None:
@@ -231,7 +231,7 @@ def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[
         f.fail("coefficient wire", f"below nVars={n_vars}", int(wires.max()))
     values = np.ascontiguousarray(rec["value"])
     _check_reduced(f, values, R_MOD, "coefficient values")
-    values = ints_to_limbs(limbs_to_ints(values) * FR_R2_INV % R_MOD, FR_LIMBS)  # stored c*R^2 mod r
+    values = redc_limbs(redc_limbs(values, R_MOD), R_MOD)  # stored c*R^2 mod r: two REDCs
     is_a = matrix == 0
     m = int(rows[is_a].max()) - n_public if is_a.any() else -1  # extra row s is A row m + s
     if m < 0:
@@ -264,10 +264,7 @@ def _points_at(f: BinFile, offset: int, count: int, size: int, what: str) -> np.
     """``count`` affine points (Montgomery Fp coordinates) -> standard-form G1/G2 array."""
     coords = f.array(offset, "<u8", count * size // 8, what).reshape(-1, FP_LIMBS)
     _check_reduced(f, coords, Q_MOD, f"{what} coordinates")
-    out = np.zeros_like(coords)
-    nz = np.flatnonzero(coords.any(axis=1))  # zero stays zero; infinity is all zero
-    if len(nz):
-        out[nz] = ints_to_limbs(from_montgomery(limbs_to_ints(coords[nz]), Q_MOD), FP_LIMBS)
+    out = redc_limbs(coords, Q_MOD)  # zero stays zero: infinity is all zero in both forms
     return out.reshape((count, 2, FP_LIMBS) if size == G1_RAW else (count, 2, 2, FP_LIMBS))
 
 
