@@ -1,0 +1,294 @@
+"""Readers for circom/snarkjs files: ``.wtns``, ``.r1cs`` and Groth16 ``.zkey`` (BLS12-381 only).
+
+Layouts are in DESIGN.md section 4. Every count and length is checked against the file size and
+against the other fields before anything is allocated; problems raise ``FormatError`` (a
+ValueError) whose one-line message names the file and the field, what was expected and found.
+
+Outputs use the project's layouts (cuzk_ray.field / cuzk_ray.curve), all in standard form:
+witnesses ``uint64[n, 4]``, G1 ``uint64[n, 2, 6]``, G2 ``uint64[n, 2, 2, 6]``, infinity all zero.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+
+from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, limbs_to_ints
+from ..groth16.keys import ProvingKey, VerifyingKey
+from ..qap import domain_size
+from ..r1cs import ConstraintSystem, CsrMatrix
+from .binfile import BinFile, FormatError, describe_prime, limbs_below
+from .montgomery import redc_limbs
+
+__all__ = ["FormatError", "read_wtns", "read_r1cs", "read_zkey", "check_zkey_against_r1cs"]
+
+N8R, N8Q = 8 * FR_LIMBS, 8 * FP_LIMBS
+G1_RAW, G2_RAW = 2 * N8Q, 4 * N8Q
+ZKEY_PROTOCOLS = {1: "groth16", 2: "plonk", 10: "fflonk"}
+
+
+def _check_prime(f: BinFile, field: str, n8: int, prime: int, want: int, n8_want: int) -> None:
+    if prime != want:
+        f.fail(field, f"{describe_prime(want)} (only BLS12-381 is supported)", describe_prime(prime))
+    if n8 != n8_want:
+        f.fail(f"{field} size n8", n8_want, n8)
+
+
+def _prime_field(f: BinFile, pos: int, end: int, what: str, want: int, n8_want: int) -> int:
+    """Read ``u32 n8`` then an n8-byte prime at pos; check it is ``want``; return the next offset."""
+    n8 = f.u32(pos, f"{what} size n8", end)
+    if n8 == 0 or n8 > 64:
+        f.fail(f"{what} size n8", f"{n8_want}", n8)
+    _check_prime(f, what, n8, f.uint(pos + 4, n8, what, end), want, n8_want)
+    return pos + 4 + n8
+
+
+def _fr_limbs(f: BinFile, offset: int, count: int, field: str, end: int) -> np.ndarray:
+    """``count`` standard-form Fr values at offset, checked reduced; a writable copy."""
+    vals = f.array(offset, "<u8", count * FR_LIMBS, field, end).reshape(count, FR_LIMBS)
+    _check_reduced(f, vals, R_MOD, field)
+    return vals.copy()
+
+
+def _check_reduced(f: BinFile, limbs: np.ndarray, modulus: int, field: str) -> None:
+    bad = np.flatnonzero(~limbs_below(limbs, modulus))
+    if len(bad):
+        f.fail(f"{field}[{bad[0]}]", f"a value below the modulus 0x{modulus:x}",
+               f"{limbs_to_ints(limbs[bad[:1]])[0]:#x} ({len(bad)} such values)")
+
+
+# ---------------------------------------------------------------------------------------------
+# .wtns
+
+
+def read_wtns(path, n_wires: int | None = None) -> np.ndarray:
+    """Witness values ``uint64[n, 4]`` (standard form). If ``n_wires`` is given, the witness must
+    have exactly that many values (a witness of another circuit is rejected here)."""
+    with BinFile(path, b"wtns", (2,)) as f:
+        hdr = f.section(1, "header")
+        end = hdr.offset + hdr.length
+        pos = _prime_field(f, hdr.offset, end, "prime", R_MOD, N8R)
+        n = f.u32(pos, "nWitness", end)
+        if pos + 4 != end:
+            f.fail("section 1 (header) length", pos + 4 - hdr.offset, hdr.length)
+        if n_wires is not None and n != n_wires:
+            f.fail("nWitness", f"{n_wires} values (the wires of the circuit it is proved with)",
+                   f"{n} (a witness of another circuit?)")
+        sec = f.expect_length(2, "witness values", n * N8R, f"nWitness={n} values of {N8R} bytes")
+        w = _fr_limbs(f, sec.offset, n, "witness", sec.offset + sec.length)
+        if n == 0 or tuple(w[0]) != (1, 0, 0, 0):
+            f.fail("witness[0]", "1 (the constant wire)", limbs_to_ints(w[:1])[0] if n else "no values")
+        return w
+
+
+# ---------------------------------------------------------------------------------------------
+# .r1cs
+
+
+def read_r1cs(path) -> ConstraintSystem:
+    """The constraint system of a circom ``.r1cs`` (A, B and C; n_public = outputs + public inputs)."""
+    with BinFile(path, b"r1cs", (1,)) as f:
+        hdr = f.section(1, "header")
+        end = hdr.offset + hdr.length
+        pos = _prime_field(f, hdr.offset, end, "prime", R_MOD, N8R)
+        n_wires, n_out, n_pub_in, n_prv_in = (f.u32(pos + 4 * i, name, end) for i, name in
+                                              enumerate(("nWires", "nPubOut", "nPubIn", "nPrvIn")))
+        f.u64(pos + 16, "nLabels", end)
+        n_constraints = f.u32(pos + 24, "nConstraints", end)
+        if pos + 28 != end:
+            f.fail("section 1 (header) length", pos + 28 - hdr.offset, hdr.length)
+        if 1 + n_out + n_pub_in + n_prv_in > n_wires:
+            f.fail("nWires", f"at least 1 + nPubOut + nPubIn + nPrvIn = {1 + n_out + n_pub_in + n_prv_in}", n_wires)
+        sec = f.section(2, "constraints")
+        if sec.length < 12 * n_constraints:
+            f.fail("section 2 (constraints) length", f"at least {12 * n_constraints} bytes for "
+                   f"nConstraints={n_constraints}", sec.length)
+        matrices = _read_constraints(f, sec, n_constraints, n_wires)
+        return ConstraintSystem(n_wires, n_out + n_pub_in, *matrices, name=f.name)
+
+
+def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
+    """Walk the 3m linear combinations (A, B, C of each constraint), then gather terms with numpy."""
+    end = sec.offset + sec.length
+    term = 4 + N8R
+    counts = [0] * (3 * m)
+    first = [0] * (3 * m)  # offset of the first term of each combination
+    unpack, buf, pos = struct.Struct("<I").unpack_from, f.buf, sec.offset
+    for j in range(3 * m):  # the one Python loop: 3m iterations, bounds checked inline
+        if pos + 4 > end:
+            f.fail("section 2 (constraints)", f"nConstraints={m} constraints",
+                   f"the section ends inside constraint {j // 3} (truncated, or nConstraints is wrong)")
+        (n,) = unpack(buf, pos)
+        if n * term > end - pos - 4:
+            f.fail(f"constraint {j // 3} {'ABC'[j % 3]}", f"at most {(end - pos - 4) // term} terms "
+                   f"(the rest of section 2)", f"{n} terms (truncated or corrupt)")
+        counts[j] = n
+        first[j] = pos + 4
+        pos += 4 + n * term
+    counts, first = np.array(counts, dtype=np.int64), np.array(first, dtype=np.int64)
+    if pos != end:
+        f.fail("section 2 (constraints) length", f"{pos - sec.offset} bytes for {m} constraints", sec.length)
+    total = int(counts.sum())
+    lc = np.repeat(np.arange(3 * m), counts)
+    k = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    offsets = np.repeat(first, counts) + term * k
+    raw = f.array(0, np.uint8, f.size, "file")
+    wires = _gather(raw, offsets, 4).view("<u4").ravel().astype(np.int64)
+    coeffs = _gather(raw, offsets + 4, N8R).view("<u8").reshape(total, FR_LIMBS)
+    bad = np.flatnonzero(wires >= n_wires)
+    if len(bad):
+        j = lc[bad[0]]
+        f.fail(f"constraint {j // 3} {'ABC'[j % 3]} wire", f"below nWires={n_wires}", int(wires[bad[0]]))
+    _check_reduced(f, coeffs, R_MOD, "constraint coefficients")
+    out = []
+    for which in range(3):
+        sel = lc % 3 == which
+        out.append(CsrMatrix.from_coo(lc[sel] // 3, wires[sel], coeffs[sel], m, n_wires))
+    return out
+
+
+def _gather(raw: np.ndarray, offsets: np.ndarray, width: int) -> np.ndarray:
+    """uint8[len(offsets), width]: ``width`` bytes at each offset (one fancy index per byte column)."""
+    out = np.empty((len(offsets), width), dtype=np.uint8)
+    for i in range(width):
+        out[:, i] = raw[offsets + i]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# .zkey (Groth16)
+
+
+def read_zkey(path) -> tuple[ProvingKey, ConstraintSystem]:
+    """Proving key (with its verifying key) and the A/B matrices (C=None) of a Groth16 zkey."""
+    with BinFile(path, b"zkey", (1,)) as f:
+        proto_sec = f.expect_length(1, "protocol", 4, "one u32")
+        proto = f.u32(proto_sec.offset, "protocol")
+        if proto != 1:
+            f.fail("protocol", "1 (groth16)", f"{proto} ({ZKEY_PROTOCOLS.get(proto, 'unknown')})")
+        hdr = _read_zkey_header(f)
+        n_vars, n_public, n = hdr["nVars"], hdr["nPublic"], hdr["domainSize"]
+        n_private = n_vars - n_public - 1
+        secs = {}
+        for sid, what, count, size in ((3, "IC", n_public + 1, G1_RAW), (5, "A", n_vars, G1_RAW),
+                                       (6, "B1", n_vars, G1_RAW), (7, "B2", n_vars, G2_RAW),
+                                       (8, "C", n_private, G1_RAW), (9, "H", n, G1_RAW)):
+            secs[what] = f.expect_length(sid, what, count * size, f"{count} points of {size} bytes")
+        cs, n_constraints = _read_coefficients(f, n_vars, n_public, n)
+        pts = {what: _points(f, sec, what) for what, sec in secs.items()}
+        vk = VerifyingKey(alpha_g1=hdr["alpha1"], beta_g2=hdr["beta2"], gamma_g2=hdr["gamma2"],
+                          delta_g2=hdr["delta2"], ic=pts["IC"])
+        meta = {"source": os.path.abspath(f.path), "format": "snarkjs-zkey", "protocol": "groth16",
+                "curve": "bls12381", "n_constraints": n_constraints, "n_vars": n_vars,
+                "n_public": n_public, "domain_size": n}
+        pk = ProvingKey(vk=vk, beta_g1=hdr["beta1"], delta_g1=hdr["delta1"], a_query=pts["A"],
+                        b_g1_query=pts["B1"], b_g2_query=pts["B2"], l_query=pts["C"],
+                        h_query=pts["H"], meta=meta)
+        pk.validate()
+        return pk, cs
+
+
+def _read_zkey_header(f: BinFile) -> dict:
+    sec = f.section(2, "groth16 header")
+    end = sec.offset + sec.length
+    pos = _prime_field(f, sec.offset, end, "q (base field prime)", Q_MOD, N8Q)
+    pos = _prime_field(f, pos, end, "r (scalar field prime)", R_MOD, N8R)
+    n_vars, n_public, n = (f.u32(pos + 4 * i, name, end) for i, name in
+                           enumerate(("nVars", "nPublic", "domainSize")))
+    pos += 12
+    expected = pos - sec.offset + 3 * G1_RAW + 3 * G2_RAW
+    if sec.length != expected:
+        f.fail("section 2 (groth16 header) length", expected, sec.length)
+    if n_public + 1 > n_vars:
+        f.fail("nPublic", f"below nVars={n_vars}", n_public)
+    if n < 2 or n & (n - 1) or n < n_public + 1:
+        f.fail("domainSize", f"a power of two above nPublic={n_public}", n)
+    hdr = {"nVars": n_vars, "nPublic": n_public, "domainSize": n}
+    for name, size in (("alpha1", G1_RAW), ("beta1", G1_RAW), ("beta2", G2_RAW), ("gamma2", G2_RAW),
+                       ("delta1", G1_RAW), ("delta2", G2_RAW)):
+        hdr[name] = _points_at(f, pos, 1, size, name)
+        pos += size
+    return hdr
+
+
+COEF_DTYPE = np.dtype([("matrix", "<u4"), ("row", "<u4"), ("wire", "<u4"), ("value", "<u8", (FR_LIMBS,))])
+
+
+def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[ConstraintSystem, int]:
+    """A and B from section 4; strips and verifies the nPublic+1 extra rows; returns (cs, m)."""
+    sec = f.section(4, "coefficients")
+    count = f.u32(sec.offset, "coefficient count", sec.offset + sec.length)
+    if sec.length != 4 + count * COEF_DTYPE.itemsize:
+        f.fail("section 4 (coefficients) length", f"{4 + count * COEF_DTYPE.itemsize} bytes for "
+               f"{count} records of {COEF_DTYPE.itemsize}", sec.length)
+    rec = f.array(sec.offset + 4, COEF_DTYPE, count, "coefficients")
+    matrix, rows, wires = rec["matrix"], rec["row"].astype(np.int64), rec["wire"].astype(np.int64)
+    if count and matrix.max() > 1:
+        f.fail("coefficient matrix", "0 (A) or 1 (B)", int(matrix.max()))
+    if count and wires.max() >= n_vars:
+        f.fail("coefficient wire", f"below nVars={n_vars}", int(wires.max()))
+    values = np.ascontiguousarray(rec["value"])
+    _check_reduced(f, values, R_MOD, "coefficient values")
+    values = redc_limbs(redc_limbs(values, R_MOD), R_MOD)  # stored c*R^2 mod r: two REDCs
+    is_a = matrix == 0
+    m = int(rows[is_a].max()) - n_public if is_a.any() else -1  # extra row s is A row m + s
+    if m < 0:
+        f.fail("coefficients", f"the {n_public + 1} extra A rows binding the public inputs", "none")
+    extra = is_a & (rows >= m)
+    s = np.arange(n_public + 1)
+    order = np.argsort(rows[extra], kind="stable")
+    ok = (extra.sum() == n_public + 1 and np.array_equal(rows[extra][order], m + s)
+          and np.array_equal(wires[extra][order], s)
+          and np.all(values[extra][order] == np.array([1, 0, 0, 0], dtype=np.uint64)))
+    if not ok:
+        f.fail("coefficients", f"A rows {m}..{m + n_public} = wire s with coefficient 1 (public input binding)",
+               "something else (corrupt coefficient section)")
+    if (~is_a).any() and rows[~is_a].max() >= m:
+        f.fail("coefficient row of B", f"below nConstraints={m}", int(rows[~is_a].max()))
+    if domain_size(m, n_public) != n:
+        f.fail("domainSize", f"{domain_size(m, n_public)} for {m} constraints and {n_public} public inputs", n)
+    keep = ~extra
+    mats = [CsrMatrix.from_coo(rows[keep & sel], wires[keep & sel], values[keep & sel], m, n_vars)
+            for sel in (is_a, ~is_a)]
+    return ConstraintSystem(n_vars, n_public, mats[0], mats[1], None, name=f.name), m
+
+
+def _points(f: BinFile, sec, what: str) -> np.ndarray:
+    size = G2_RAW if what == "B2" else G1_RAW
+    return _points_at(f, sec.offset, sec.length // size, size, what)
+
+
+def _points_at(f: BinFile, offset: int, count: int, size: int, what: str) -> np.ndarray:
+    """``count`` affine points (Montgomery Fp coordinates) -> standard-form G1/G2 array."""
+    coords = f.array(offset, "<u8", count * size // 8, what).reshape(-1, FP_LIMBS)
+    _check_reduced(f, coords, Q_MOD, f"{what} coordinates")
+    out = redc_limbs(coords, Q_MOD)  # zero stays zero: infinity is all zero in both forms
+    return out.reshape((count, 2, FP_LIMBS) if size == G1_RAW else (count, 2, 2, FP_LIMBS))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-checks
+
+
+def check_zkey_against_r1cs(zkey_cs: ConstraintSystem, r1cs: ConstraintSystem, zkey_path="zkey") -> None:
+    """Raise FormatError unless the zkey's A and B are the r1cs's (same sizes and coefficients)."""
+    def fail(field, expected, found):
+        raise FormatError(f"{zkey_path}: {field}: expected {expected} (from {r1cs.name}), found {found}")
+
+    for name in ("n_wires", "n_public", "n_constraints"):
+        if getattr(zkey_cs, name) != getattr(r1cs, name):
+            fail(name, getattr(r1cs, name), getattr(zkey_cs, name))
+    for name in ("A", "B"):
+        z, r = _canonical(getattr(zkey_cs, name)), _canonical(getattr(r1cs, name))
+        if not all(np.array_equal(x, y) for x, y in zip(z, r)):
+            fail(f"matrix {name}", "the same rows and coefficients", "a different matrix (another circuit?)")
+
+
+def _canonical(mat: CsrMatrix):
+    """(rows, cols, limbs) of the non-zero entries, sorted: equal matrices compare equal."""
+    rows = np.repeat(np.arange(mat.n_rows), np.diff(mat.indptr))
+    nz = mat.data.any(axis=1)
+    order = np.lexsort((mat.indices[nz], rows[nz]))
+    return rows[nz][order], mat.indices[nz][order], mat.data[nz][order]

@@ -1,0 +1,111 @@
+"""A converted-key cache for snarkjs zkeys, keyed by the file's SHA-256.
+
+The first load parses the zkey (cuzk_ray.formats.snarkjs.read_zkey) and stores every array as a
+``.npy`` file plus ``manifest.json`` under ``cache_dir/<sha256>/``; later loads of a file with the
+same bytes memory-map the arrays (read-only) and skip the parse. Entries are written to a temporary
+directory and renamed into place, so a crash or a concurrent writer never leaves a half entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from ..groth16.keys import ProvingKey, VerifyingKey
+from ..r1cs import ConstraintSystem, CsrMatrix
+from .snarkjs import read_zkey
+
+CACHE_VERSION = 1
+VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
+PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
+CSR_FIELDS = ("indptr", "indices", "data")
+
+
+def file_sha256(path, chunk: int = 1 << 24) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
+    """``read_zkey(path)``, from ``cache_dir`` when this exact file was converted before.
+
+    ``meta["cache"]`` says "hit" or "miss"; ``meta["sha256"]`` is the zkey's hash.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        read_zkey(path)  # raises the reader's FormatError for a missing file
+    digest = file_sha256(path)
+    entry = os.path.join(os.fspath(cache_dir), digest)
+    cached = _load_entry(entry, digest)
+    if cached is not None:
+        pk, cs = cached
+        pk.meta.update(source=os.path.abspath(path), cache="hit")
+        return pk, cs
+    if os.path.isdir(entry):  # entries appear by rename, complete: this one is damaged or stale
+        shutil.rmtree(entry, ignore_errors=True)
+    pk, cs = read_zkey(path)
+    pk.meta.update(sha256=digest)
+    _store_entry(entry, pk, cs)
+    pk.meta["cache"] = "miss"
+    return pk, cs
+
+
+def _arrays(pk: ProvingKey, cs: ConstraintSystem) -> dict[str, np.ndarray]:
+    out = {f"vk.{k}": getattr(pk.vk, k) for k in VK_FIELDS}
+    out.update({f"pk.{k}": getattr(pk, k) for k in PK_FIELDS})
+    for m in ("A", "B"):
+        out.update({f"cs.{m}.{k}": getattr(getattr(cs, m), k) for k in CSR_FIELDS})
+    return out
+
+
+def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
+    parent = os.path.dirname(entry)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    try:
+        files = {}
+        for name, arr in _arrays(pk, cs).items():
+            np.save(os.path.join(tmp, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
+            files[name] = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
+        manifest = {"version": CACHE_VERSION, "sha256": pk.meta["sha256"], "meta": pk.meta,
+                    "cs": {"n_wires": cs.n_wires, "n_public": cs.n_public, "name": cs.name,
+                           "n_cols": {m: getattr(cs, m).n_cols for m in ("A", "B")}},
+                    "arrays": files}
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+        os.rename(tmp, entry)
+    except OSError:
+        # Another process won the race (entry exists) or the cache is unwritable: the key in
+        # memory is still good, so only the caching is lost.
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _load_entry(entry: str, digest: str):
+    try:
+        with open(os.path.join(entry, "manifest.json")) as f:
+            manifest = json.load(f)
+        if manifest.get("version") != CACHE_VERSION or manifest.get("sha256") != digest:
+            return None
+        arrs = {}
+        for name, info in manifest["arrays"].items():
+            arr = np.load(os.path.join(entry, name + ".npy"), mmap_mode="r", allow_pickle=False)
+            if list(arr.shape) != info["shape"] or str(arr.dtype) != info["dtype"]:
+                return None
+            arrs[name] = arr
+        vk = VerifyingKey(**{k: arrs[f"vk.{k}"] for k in VK_FIELDS})
+        pk = ProvingKey(vk=vk, meta=dict(manifest["meta"]), **{k: arrs[f"pk.{k}"] for k in PK_FIELDS})
+        c = manifest["cs"]
+        mats = [CsrMatrix(*(arrs[f"cs.{m}.{k}"] for k in CSR_FIELDS), n_cols=c["n_cols"][m]) for m in ("A", "B")]
+        cs = ConstraintSystem(c["n_wires"], c["n_public"], mats[0], mats[1], None, name=c["name"])
+        pk.validate()
+        return pk, cs
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no entry, or a damaged one: parse again (the rename refuses to overwrite)
