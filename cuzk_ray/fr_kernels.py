@@ -1,9 +1,9 @@
 """Compiled (numba) Fr arithmetic and NTT kernels for the fast CPU path (cuzk_ray/ntt_fast.py).
 
-Element layout: ``uint32[..., 8]`` little-endian 32-bit limbs, which is exactly a standard-form
-``uint64[..., 4]`` limb array viewed as uint32 (no copy). Products of two 32-bit limbs plus two
-32-bit carries fit in a uint64, so the word-wise Montgomery multiplication (CIOS) needs no
-128-bit type: 8x8 limb products + 8x8 for the reduction + 8 for the quotient digits.
+Element layout: ``uint64[..., 4]`` little-endian 64-bit limbs, the project's Fr limb format.
+numba has no 128-bit integer, so the 64 x 64 -> 128-bit multiply-accumulate and the carry and
+borrow chains are three tiny LLVM-IR intrinsics (mac, adc, sbb); the word-wise Montgomery
+multiplication (CIOS) is written on top of them.
 
 Data stays in *standard* form: twiddles and scale tables are in Montgomery form (w * 2^256 mod r),
 and mont_mul(x, w * 2^256) = x * w. Every kernel keeps values reduced (< r).
@@ -16,12 +16,57 @@ release the GIL, which lets ntt_fast run two of them at once on two cores.
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
+from numba.core import types
+from numba.extending import intrinsic
 
-from .field import FR_INV32, R_MOD
+from .field import FR_INV64, R_MOD
 
-NL = 8  # 32-bit limbs per Fr element
-_P = [(R_MOD >> (32 * i)) & 0xFFFFFFFF for i in range(NL)]
+NL = 4  # 64-bit limbs per Fr element
+_P = [(R_MOD >> (64 * i)) & (2**64 - 1) for i in range(NL)]
+
+
+# 64 x 64 -> 128-bit products and carry chains, written in LLVM IR (numba has no 128-bit type);
+# LLVM turns them into one mul and add/adc pairs.
+def _i128_op(builder, args, op):
+    i64, i128 = ir.IntType(64), ir.IntType(128)
+    wide = [builder.zext(v, i128) for v in args]
+    s = op(builder, *wide)
+    return builder.trunc(s, i64), builder.trunc(builder.lshr(s, ir.Constant(i128, 64)), i64)
+
+
+def _u64_intrinsic(nargs, op, hi_bit=False):
+    def typer(typingctx, *args):
+        sig = types.UniTuple(types.uint64, 2)(*([types.uint64] * nargs))
+
+        def codegen(context, builder, signature, llargs):
+            lo, hi = _i128_op(builder, llargs, op)
+            if hi_bit:  # borrow: 1 if the 128-bit difference went negative
+                hi = builder.lshr(hi, ir.Constant(ir.IntType(64), 63))
+            return context.make_tuple(builder, signature.return_type, (lo, hi))
+
+        return sig, codegen
+
+    return typer
+
+
+@intrinsic
+def mac(typingctx, t, a, b, c):
+    """(lo, hi) of t + a * b + c < 2^128."""
+    return _u64_intrinsic(4, lambda bld, t, a, b, c: bld.add(bld.add(bld.mul(a, b), t), c))(typingctx, t, a, b, c)
+
+
+@intrinsic
+def adc(typingctx, a, b, c):
+    """(a + b + c mod 2^64, carry)."""
+    return _u64_intrinsic(3, lambda bld, a, b, c: bld.add(bld.add(a, b), c))(typingctx, a, b, c)
+
+
+@intrinsic
+def sbb(typingctx, a, b, br):
+    """(a - b - br mod 2^64, borrow)."""
+    return _u64_intrinsic(3, lambda bld, a, b, br: bld.sub(bld.sub(a, b), br), hi_bit=True)(typingctx, a, b, br)
 
 
 def _limb_names(prefix):
@@ -29,70 +74,56 @@ def _limb_names(prefix):
 
 
 def _gen_mont_mul() -> str:
-    """CIOS Montgomery multiplication a * b * 2^-256 mod r on 8 limbs of 32 bits (a, b < r)."""
+    """CIOS Montgomery multiplication a * b * 2^-256 mod r on 4 limbs of 64 bits (a, b < r).
+
+    Cost: 16 products for a * b, 4 for the quotient digits' reduction rows of 4 each (16), plus
+    4 wrapping multiplications for the digits; one conditional subtraction at the end."""
     lines = [f"def mont_mul({_limb_names('a')}, {_limb_names('b')}):"]
     lines += [f"    t{j} = Z" for j in range(NL + 2)]
     for i in range(NL):
         lines.append("    c = Z")
         for j in range(NL):
-            lines.append(f"    s = t{j} + a{j} * b{i} + c")
-            lines.append(f"    t{j} = s & M32")
-            lines.append("    c = s >> S32")
-        lines.append(f"    s = t{NL} + c")
-        lines.append(f"    t{NL} = s & M32")
-        lines.append(f"    t{NL + 1} = s >> S32")
-        lines.append("    m = (t0 * INV32) & M32")
-        lines.append("    s = t0 + m * P0")
-        lines.append("    c = s >> S32")
+            lines.append(f"    t{j}, c = mac(t{j}, a{j}, b{i}, c)")
+        lines.append(f"    t{NL}, t{NL + 1} = adc(t{NL}, c, Z)")
+        lines.append("    m = t0 * INV64")
+        lines.append("    _, c = mac(t0, m, P0, Z)")
         for j in range(1, NL):
-            lines.append(f"    s = t{j} + m * P{j} + c")
-            lines.append(f"    t{j - 1} = s & M32")
-            lines.append("    c = s >> S32")
-        lines.append(f"    s = t{NL} + c")
-        lines.append(f"    t{NL - 1} = s & M32")
-        lines.append(f"    t{NL} = t{NL + 1} + (s >> S32)")
-    # t < 2r < 2^256 here (t8 == 0): one conditional subtraction of r.
-    lines += _gen_cond_sub("t", "t8")
+            lines.append(f"    t{j - 1}, c = mac(t{j}, m, P{j}, c)")
+        lines.append(f"    t{NL - 1}, c = adc(t{NL}, c, Z)")
+        lines.append(f"    t{NL} = t{NL + 1} + c")
+    # t < 2r < 2^256 here (t4 == 0): one conditional subtraction of r.
+    lines += _gen_cond_sub("t", f"t{NL}")
     return "\n".join(lines)
 
 
 def _gen_cond_sub(v: str, carry: str) -> list[str]:
-    """Return v - r if (carry, v) >= r else v, where carry is the limb above v's top limb."""
+    """Return v - r if (carry, v) >= r else v (carry: 0 or 1, the bit above v's top limb).
+
+    Branch-free (a mask selects): the branch would be taken at random and mispredict."""
     lines = ["    br = Z"]
     for j in range(NL):
-        lines.append(f"    x = {v}{j} + B32 - P{j} - br")
-        lines.append(f"    d{j} = x & M32")
-        lines.append("    br = ONE - (x >> S32)")
-    lines.append(f"    if {carry} != Z or br == Z:")
-    lines.append(f"        return {_limb_names('d')}")
-    lines.append(f"    return {_limb_names(v)}")
-    return lines
+        lines.append(f"    d{j}, br = sbb({v}{j}, P{j}, br)")
+    lines.append(f"    keep = Z - (br & (ONE - {carry}))  # all ones: v < r, keep v")
+    return lines + ["    return " + ", ".join(f"(d{j} & ~keep) | ({v}{j} & keep)" for j in range(NL))]
 
 
 def _gen_add() -> str:
     lines = [f"def mod_add({_limb_names('a')}, {_limb_names('b')}):", "    c = Z"]
     for j in range(NL):
-        lines.append(f"    s = a{j} + b{j} + c")
-        lines.append(f"    t{j} = s & M32")
-        lines.append("    c = s >> S32")
+        lines.append(f"    t{j}, c = adc(a{j}, b{j}, c)")
     lines += _gen_cond_sub("t", "c")
     return "\n".join(lines)
 
 
 def _gen_sub() -> str:
+    """a - b, plus r where that borrowed (added under a mask, no branch)."""
     lines = [f"def mod_sub({_limb_names('a')}, {_limb_names('b')}):", "    br = Z"]
     for j in range(NL):
-        lines.append(f"    x = a{j} + B32 - b{j} - br")
-        lines.append(f"    t{j} = x & M32")
-        lines.append("    br = ONE - (x >> S32)")
-    lines.append("    if br == Z:")
-    lines.append(f"        return {_limb_names('t')}")
-    lines.append("    c = Z")
+        lines.append(f"    t{j}, br = sbb(a{j}, b{j}, br)")
+    lines += ["    mask = Z - br", "    c = Z"]
     for j in range(NL):
-        lines.append(f"    s = t{j} + P{j} + c")
-        lines.append(f"    d{j} = s & M32")
-        lines.append("    c = s >> S32")
-    lines.append(f"    return {_limb_names('d')}")
+        lines.append(f"    t{j}, c = adc(t{j}, P{j} & mask, c)")
+    lines.append(f"    return {_limb_names('t')}")
     return "\n".join(lines)
 
 
@@ -104,10 +135,10 @@ def _gen_reduce() -> str:
 _NS = {
     "Z": np.uint64(0),
     "ONE": np.uint64(1),
-    "M32": np.uint64(0xFFFFFFFF),
-    "B32": np.uint64(1 << 32),
-    "S32": np.uint64(32),
-    "INV32": np.uint64(FR_INV32),
+    "INV64": np.uint64(FR_INV64),
+    "mac": mac,
+    "adc": adc,
+    "sbb": sbb,
     **{f"P{i}": np.uint64(p) for i, p in enumerate(_P)},
 }
 for _src in (_gen_mont_mul(), _gen_add(), _gen_sub(), _gen_reduce()):
@@ -117,20 +148,17 @@ mod_add = njit(_NS["mod_add"])
 mod_sub = njit(_NS["mod_sub"])
 reduce_once = njit(_NS["reduce_once"])
 
-U32 = np.uint32
 _KW = dict(nogil=True, cache=True, boundscheck=False)
 
 
 @njit
 def _load(x, i):
-    return (np.uint64(x[i, 0]), np.uint64(x[i, 1]), np.uint64(x[i, 2]), np.uint64(x[i, 3]),
-            np.uint64(x[i, 4]), np.uint64(x[i, 5]), np.uint64(x[i, 6]), np.uint64(x[i, 7]))
+    return x[i, 0], x[i, 1], x[i, 2], x[i, 3]
 
 
 @njit
 def _store(x, i, v):
-    for k in range(8):
-        x[i, k] = U32(v[k])
+    x[i, 0], x[i, 1], x[i, 2], x[i, 3] = v
 
 
 @njit(**_KW)

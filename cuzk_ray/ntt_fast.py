@@ -34,13 +34,13 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def _mont(value: int) -> np.ndarray:
-    """One Fr value in Montgomery form as ``uint32[1, 8]``."""
-    return np.frombuffer((value * FR_R % R_MOD).to_bytes(32, "little"), dtype="<u4").reshape(1, 8).copy()
+    """One Fr value in Montgomery form as ``uint64[1, 4]``."""
+    return np.frombuffer((value * FR_R % R_MOD).to_bytes(32, "little"), dtype="<u8").reshape(1, 4).copy()
 
 
 def _powers(base: int, n: int, start: int = 1) -> np.ndarray:
-    """start * base^i for i < n, Montgomery form, ``uint32[n, 8]``."""
-    out = np.empty((max(n, 1), 8), dtype=np.uint32)
+    """start * base^i for i < n, Montgomery form, ``uint64[n, 4]``."""
+    out = np.empty((max(n, 1), 4), dtype=np.uint64)
     K.powers_mont(_mont(base % R_MOD), _mont(start % R_MOD), out)
     return out[:n]
 
@@ -62,21 +62,16 @@ def _tables(n: int, convention: str):
     return tw, tw_inv, scale, scale_a
 
 
-def _limbs32(values) -> np.ndarray:
-    """A fresh, reduced ``uint32[n, 8]`` copy of an int vector or standard-form uint64[n, 4] limbs."""
+def _limbs(values) -> np.ndarray:
+    """A fresh, reduced ``uint64[n, 4]`` copy of an int vector or standard-form uint64[n, 4] limbs."""
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
         if values.ndim != 2 or values.shape[1] != 4:
             raise ValueError(f"Fr limbs must be uint64[n, 4], got shape {values.shape}")
-        x = np.ascontiguousarray(values).view(np.uint32).copy()
+        x = np.array(values, dtype=np.uint64, order="C")
     else:
-        x = fr_to_limbs(int_vector(values) % R_MOD).view(np.uint32)
-    x = x.reshape(-1, 8)
+        x = fr_to_limbs(int_vector(values) % R_MOD)
     K.reduce_in_place(x)
     return x
-
-
-def _as_limbs64(x: np.ndarray) -> np.ndarray:
-    return x.view(np.uint64).reshape(-1, 4)
 
 
 def _run_two(fn):
@@ -98,12 +93,12 @@ def compute_h_fast(a, b, c, convention: str = "snarkjs", threads: int | None = N
     _check_size(n)
     if len(b) != n or len(c) != n:
         raise ValueError(f"compute_h_fast: a, b, c must have one length, got {n}, {len(b)}, {len(c)}")
-    x = np.empty((3, n, 8), dtype=np.uint32)
+    x = np.empty((3, n, 4), dtype=np.uint64)
     for v, vec in enumerate((a, b, c)):
-        x[v] = _limbs32(vec)
+        x[v] = _limbs(vec)
     tw, tw_inv, scale, scale_a = _tables(n, convention)
     scales = (scale_a, scale, scale)
-    out = np.empty((n, 8), dtype=np.uint32)
+    out = np.empty((n, 4), dtype=np.uint64)
     if threads is None:  # automatic: two threads from PARALLEL_MIN_SIZE up; explicit 2: from n = 4
         threads = THREADS if n >= PARALLEL_MIN_SIZE else 1
     if threads < 2 or n < 4:
@@ -112,7 +107,7 @@ def compute_h_fast(a, b, c, convention: str = "snarkjs", threads: int | None = N
             K.mul_table(x[v], scales[v], 0, n)
             K.dit(x[v], tw, 1)
         K.h_combine(x[0], x[1], x[2], out, 0, n)
-        return _as_limbs64(out)
+        return out
 
     half, quarter = n // 2, n // 4
 
@@ -136,18 +131,18 @@ def compute_h_fast(a, b, c, convention: str = "snarkjs", threads: int | None = N
 
     for phase in (first_stage, halves, last_stage):
         _run_two(phase)
-    return _as_limbs64(out)
+    return out
 
 
 def _transform(values, root: int, scale_by: int = 1) -> np.ndarray:
     """Natural order in and out: DIF with the given root, times scale_by, then bit reversal."""
-    x = _limbs32(values)
+    x = _limbs(values)
     n = len(x)
     _check_size(n)
     K.dif(x, _powers(root, max(n // 2, 1)), 1)
     if scale_by != 1:
         K.mul_table(x, _powers(1, n, scale_by), 0, n)
-    return _as_limbs64(np.ascontiguousarray(x[bit_reverse_permutation(n)]))
+    return np.ascontiguousarray(x[bit_reverse_permutation(n)])
 
 
 def ntt(values, convention: str = "snarkjs") -> np.ndarray:
@@ -163,13 +158,13 @@ def intt(values, convention: str = "snarkjs") -> np.ndarray:
 
 def coset_ntt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
-    x = _limbs32(values)
+    x = _limbs(values)
     K.mul_table(x, _powers(shift, len(x)), 0, len(x))
-    return ntt(_as_limbs64(x), convention)
+    return ntt((x), convention)
 
 
 def coset_intt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
-    coeffs = intt(values, convention).view(np.uint32).reshape(-1, 8)
+    coeffs = intt(values, convention)
     K.mul_table(coeffs, _powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
-    return _as_limbs64(coeffs)
+    return coeffs
