@@ -127,3 +127,16 @@ def test_compute_h_2_16_spot_check(rng, conv):
     n = 1 << 16
     a, b, c = (rand_vec(rng, n) for _ in range(3))
     assert ints(ntt_fast.compute_h_fast(a, b, c, conv)) == ref_h(a, b, c, conv)
+
+
+def test_cpu_backend_picks_by_size_with_one_result(rng):
+    from cuzk_ray.backends.cpu import CpuBackend
+
+    n = 512
+    a, b, c = (rand_vec(rng, n) for _ in range(3))
+    want = ref_h(a, b, c, "snarkjs")
+    for min_size in (1, n, 2 * n):  # fast, fast (at the threshold), reference
+        h = CpuBackend(threads=1, fast_h_min_size=min_size).compute_h(a, b, c)
+        assert h.dtype == np.uint64 and h.shape == (n, 4)
+        assert ints(h) == want
+    assert CpuBackend().fast_h_min_size == CpuBackend.FAST_H_MIN_SIZE == 1 << 14
