@@ -205,26 +205,43 @@ def dit_stage(x, tw, tw_step, half, j_lo, j_hi):
             _store(x, k + j + half, mod_sub(*u, *t))
 
 
+# Stages on blocks of more than BLOCK elements stream the whole vector through memory; smaller
+# blocks (BLOCK * 32 bytes = 256 KiB, L2-sized) run all their remaining stages while cached.
+BLOCK = 1 << 13
+
+
 @njit(**_KW)
 def dif(x, tw, tw_step):
     """Natural order in, bit-reversed out. tw[j * tw_step] = w^j for the transform's root w."""
     m = x.shape[0]
-    half, step = m // 2, tw_step
-    while half >= 1:
-        dif_stage(x, tw, step, half, 0, half)
+    half = m // 2
+    while half >= 1 and 2 * half > BLOCK:
+        dif_stage(x, tw, tw_step * (m // (2 * half)), half, 0, half)
         half //= 2
-        step *= 2
+    if half >= 1:
+        for k in range(0, m, 2 * half):
+            block = x[k : k + 2 * half]
+            h = half
+            while h >= 1:
+                dif_stage(block, tw, tw_step * (m // (2 * h)), h, 0, h)
+                h //= 2
 
 
 @njit(**_KW)
 def dit(x, tw, tw_step):
-    """Bit-reversed order in, natural out. tw as for dif, with the step of the full size."""
+    """Bit-reversed order in, natural out. tw as for dif."""
     m = x.shape[0]
-    half, step = 1, tw_step * (m // 2)
+    size = min(m, BLOCK)
+    for k in range(0, m, size):
+        block = x[k : k + size]
+        h = 1
+        while h < size:
+            dit_stage(block, tw, tw_step * (m // (2 * h)), h, 0, h)
+            h *= 2
+    half = size
     while half < m:
-        dit_stage(x, tw, step, half, 0, half)
+        dit_stage(x, tw, tw_step * (m // (2 * half)), half, 0, half)
         half *= 2
-        step //= 2
 
 
 @njit(**_KW)

@@ -69,7 +69,11 @@ def _limbs(values) -> np.ndarray:
             raise ValueError(f"Fr limbs must be uint64[n, 4], got shape {values.shape}")
         x = np.array(values, dtype=np.uint64, order="C")
     else:
-        x = fr_to_limbs(int_vector(values) % R_MOD)
+        try:  # Python ints in [0, 2^256): bytes straight away, the kernel reduces mod r
+            x = np.frombuffer(bytearray(b"".join([v.to_bytes(32, "little") for v in values])), dtype="<u8")
+            x = x.reshape(-1, 4)
+        except (AttributeError, OverflowError):  # numpy ints, negative or huge values
+            x = fr_to_limbs(int_vector(values) % R_MOD)
     K.reduce_in_place(x)
     return x
 

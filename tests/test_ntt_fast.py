@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from cuzk_ray import ntt, ntt_fast, qap
+from cuzk_ray import fr_kernels, ntt, ntt_fast, qap
 from cuzk_ray.field import R_MOD, fr_to_limbs, fr_vector, root_of_unity
 
 CONVS = ["snarkjs", "native"]
 SIZES = [1 << k for k in range(13)]  # 2^0 .. 2^12
+BEYOND_BLOCK = [1 << 14]  # larger than fr_kernels.BLOCK: the cache-blocked stage order runs
 
 
 def rand_vec(rng, n):
@@ -24,7 +25,7 @@ def ref_h(a, b, c, conv):
 
 
 @pytest.mark.parametrize("conv", CONVS)
-@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("n", SIZES + BEYOND_BLOCK)
 def test_compute_h_matches_reference(rng, n, conv):
     a, b, c = (rand_vec(rng, n) for _ in range(3))
     want = ref_h(a, b, c, conv)
@@ -40,7 +41,7 @@ def test_compute_h_matches_reference(rng, n, conv):
 
 
 @pytest.mark.parametrize("conv", CONVS)
-@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("n", SIZES + BEYOND_BLOCK)
 def test_transforms_match_reference(rng, n, conv):
     x = rand_vec(rng, n)
     shift = rng.randrange(1, R_MOD)
@@ -51,7 +52,12 @@ def test_transforms_match_reference(rng, n, conv):
     assert ints(ntt_fast.coset_intt(x, shift, conv)) == list(ntt.coset_intt(ref_x, shift, conv))
 
 
-@pytest.mark.parametrize("n", [1, 2, 16, 1024, 4096])
+def test_sizes_cover_the_kernel_paths():
+    assert max(SIZES) < fr_kernels.BLOCK < min(BEYOND_BLOCK)
+    assert ntt_fast.PARALLEL_MIN_SIZE <= max(SIZES)
+
+
+@pytest.mark.parametrize("n", [1, 2, 16, 1024, 4096, 1 << 15])
 def test_round_trips(rng, n):
     x = rand_vec(rng, n)
     shift = rng.randrange(2, R_MOD)
