@@ -172,3 +172,19 @@ def coset_intt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
     coeffs = intt(values, convention)
     K.mul_table(coeffs, _powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
     return coeffs
+
+
+def warm_up() -> float:
+    """Compile (first use on a machine, ~4 s, kept in numba's on-disk cache) or load every kernel.
+
+    Returns the seconds it took; call it at install or at prover start-up so that the first
+    proof does not pay for it."""
+    import time
+
+    t = time.perf_counter()
+    for threads in (1, 2):
+        compute_h_fast([1] * 16, [2] * 16, [3] * 16, threads=threads)
+    x = np.ones((16, 4), dtype=np.uint64)
+    intt(ntt(x))
+    coset_intt(coset_ntt(x, 7), 7)
+    return time.perf_counter() - t

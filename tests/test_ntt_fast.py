@@ -146,3 +146,7 @@ def test_cpu_backend_picks_by_size_with_one_result(rng):
         assert h.dtype == np.uint64 and h.shape == (n, 4)
         assert ints(h) == want
     assert CpuBackend().fast_h_min_size == CpuBackend.FAST_H_MIN_SIZE == 1 << 14
+
+
+def test_warm_up_returns_its_time():
+    assert 0 < ntt_fast.warm_up() < 120
