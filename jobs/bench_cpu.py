@@ -1,6 +1,6 @@
 """Time the CPU H computation: reference (qap.compute_h) against ntt_fast.compute_h_fast.
 
-    PYTHONPATH=. python jobs/bench_cpu.py [--min-log 10] [--max-log 20] [--ref-max-log 16] [--repeat 3]
+    PYTHONPATH=. python jobs/bench_cpu.py [--min-log 10] [--max-log 20] [--ref-max-log 16]
     PYTHONPATH=. python jobs/bench_cpu.py --alternatives   # the approaches not taken, at 2^16
 
 Inputs are fresh random int vectors (what the prover hands the backend); every fast result at a
