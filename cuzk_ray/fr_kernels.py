@@ -191,7 +191,10 @@ def dif_stage(x, tw, tw_step, half, j_lo, j_hi):
             u = _load(x, k + j)
             v = _load(x, k + j + half)
             _store(x, k + j, mod_add(*u, *v))
-            _store(x, k + j + half, mont_mul(*mod_sub(*u, *v), *_load(tw, j * tw_step)))
+            if j == 0:  # w^0 = 1: the whole last stage and half the one before skip the product
+                _store(x, k + j + half, mod_sub(*u, *v))
+            else:
+                _store(x, k + j + half, mont_mul(*mod_sub(*u, *v), *_load(tw, j * tw_step)))
 
 
 @njit(**_KW)
@@ -200,7 +203,9 @@ def dit_stage(x, tw, tw_step, half, j_lo, j_hi):
     for k in range(0, x.shape[0], 2 * half):
         for j in range(j_lo, j_hi):
             u = _load(x, k + j)
-            t = mont_mul(*_load(x, k + j + half), *_load(tw, j * tw_step))
+            t = _load(x, k + j + half)
+            if j != 0:  # w^0 = 1
+                t = mont_mul(*t, *_load(tw, j * tw_step))
             _store(x, k + j, mod_add(*u, *t))
             _store(x, k + j + half, mod_sub(*u, *t))
 

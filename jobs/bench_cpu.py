@@ -7,9 +7,10 @@ Inputs are fresh random int vectors (what the prover hands the backend); every f
 size where the reference ran is checked against it. Times are the best of --repeat runs and
 include the conversions (ints -> limbs in, limbs out); the reference's include fr_to_limbs of its
 output, as CpuBackend does. "fast CPU s" is the process CPU time of the fast run (both threads
-summed): when it is close to the wall time on two threads, the second core was busy elsewhere. The first block prints the one-time cost a process pays before its
-first fast call (numba import, loading the compiled kernels from numba's cache, or compiling
-them when the cache is cold). The machine's load average is printed: other processes on the
+summed): when it is close to the wall time on two threads, the second core was busy elsewhere.
+The first block prints the one-time cost a process pays before its first fast call (numba
+import, loading the compiled kernels from numba's cache, or compiling them when the cache is
+cold). The machine's load average is printed: other processes on the
 same cores slow everything down.
 """
 
