@@ -12,7 +12,8 @@ compute_h_fast, step by step (n = domain size, w = n-th root, w2 = 2n-th root, s
     h_j = a_j * b_j - c_j
 No bit-reversal permutation is ever applied: DIF leaves the order DIT wants. On two threads the
 work splits in halves: the first DIF stage and the last DIT stage are split by butterfly range;
-everything between acts on the two halves of each vector independently.
+everything between acts on the two halves of each vector independently. CUZK_H_THREADS=1 in
+the environment keeps it on one thread.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def coset_ntt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
     x = _limbs(values)
     K.mul_table(x, _powers(shift, len(x)), 0, len(x))
-    return ntt((x), convention)
+    return ntt(x, convention)
 
 
 def coset_intt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:

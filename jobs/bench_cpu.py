@@ -8,6 +8,8 @@ size where the reference ran is checked against it. Times are the best of --repe
 include the conversions (ints -> limbs in, limbs out); the reference's include fr_to_limbs of its
 output, as CpuBackend does. "fast CPU s" is the process CPU time of the fast run (both threads
 summed): when it is close to the wall time on two threads, the second core was busy elsewhere.
+"tables s" is the one-time cost per process and size of the twiddle and scale tables (cached,
+so not in "fast s").
 The first block prints the one-time cost a process pays before its first fast call (numba
 import, loading the compiled kernels from numba's cache, or compiling them when the cache is
 cold). The machine's load average is printed: other processes on the
@@ -135,22 +137,25 @@ def main() -> int:
           f"from 2^{ntt_fast.PARALLEL_MIN_SIZE.bit_length() - 1}")
 
     rng = random.Random(1)
-    print(f"{'size':>6} {'reference s':>12} {'fast s':>9} {'speed-up':>9} {'fast CPU s':>11}")
+    print(f"{'size':>6} {'reference s':>12} {'fast s':>9} {'speed-up':>9} {'fast CPU s':>11} {'tables s':>9}")
     for log_n in range(args.min_log, args.max_log + 1):
         n = 1 << log_n
         a, b, c = ([rng.randrange(R_MOD) for _ in range(n)] for _ in range(3))
-        ntt_fast._tables(n, "snarkjs")  # per-size tables are built once per process and cached
+        t = time.perf_counter()
+        ntt_fast._tables(n, "snarkjs")  # built once per process and size, then cached
+        t_tables = time.perf_counter() - t
         (t_fast, cpu_fast), h = best(lambda: ntt_fast.compute_h_fast(a, b, c, threads=args.threads), args.repeat)
         if log_n <= args.ref_max_log:
             ref_repeat = 1 if log_n >= 14 else args.repeat
-            (t_ref, _), h_ref = best(lambda: fr_to_limbs(qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))), ref_repeat)
+            (t_ref, _), h_ref = best(
+                lambda: fr_to_limbs(qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))), ref_repeat)
             if not (h_ref == h).all():
                 print(f"MISMATCH at 2^{log_n}: fast H differs from the reference", file=sys.stderr)
                 return 1
             ref, ratio = f"{t_ref:12.4f}", f"{t_ref / t_fast:8.1f}x"
         else:
             ref, ratio = f"{'(skipped)':>12}", ""
-        print(f"{'2^%d' % log_n:>6} {ref} {t_fast:9.4f} {ratio:>9} {cpu_fast:11.4f}", flush=True)
+        print(f"{'2^%d' % log_n:>6} {ref} {t_fast:9.4f} {ratio:>9} {cpu_fast:11.4f} {t_tables:9.4f}", flush=True)
     print(f"load average after: {os.getloadavg()}")
     return 0
 
