@@ -1,4 +1,4 @@
-"""CPU backend: NTT/H with Python-int numpy vectors, MSMs with py-arkworks-bls12381.
+"""CPU backend: H with ntt_fast (numba) from 2^14 up, else the Python-int reference; MSMs with py-arkworks-bls12381.
 
 The backend interface (shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
@@ -33,7 +33,13 @@ class ResidentKey:
 class CpuBackend:
     name = "cpu"
 
-    def __init__(self, threads: int = 2):
+    # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
+    # costs ~0.35 s (numba import, kernels loaded from numba's cache): below 2^14 the reference
+    # finishes sooner than that, so a one-proof process of a small circuit keeps the reference.
+    FAST_H_MIN_SIZE = 1 << 14
+
+    def __init__(self, threads: int = 2, fast_h_min_size: int | None = None):
+        self.fast_h_min_size = self.FAST_H_MIN_SIZE if fast_h_min_size is None else fast_h_min_size
         # py-arkworks releases the GIL inside multiexp: MSMs in threads use several cores.
         self.pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="cuzk-msm")
         self._keys: dict[int, ResidentKey] = {}
@@ -45,6 +51,10 @@ class CpuBackend:
         return key
 
     def compute_h(self, a, b, c):
+        if len(a) >= self.fast_h_min_size:
+            from ..ntt_fast import compute_h_fast  # imports numba: only when it pays
+
+            return compute_h_fast(a, b, c)
         h = qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
         return fr_to_limbs(h)
 
