@@ -15,11 +15,17 @@ release the GIL, which lets ntt_fast run two of them at once on two cores.
 
 from __future__ import annotations
 
-import numpy as np
-from llvmlite import ir
-from numba import njit
-from numba.core import types
-from numba.extending import intrinsic
+import os
+
+# One on-disk kernel cache per user, not beside the sources: Ray workers import this package from
+# an extracted runtime_env copy, where numba's default __pycache__ would be a fresh, empty cache.
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "cuzk-ray", "numba"))
+
+import numpy as np  # noqa: E402
+from llvmlite import ir  # noqa: E402
+from numba import njit  # noqa: E402
+from numba.core import types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
 from .field import FR_INV64, R_MOD
 

@@ -44,6 +44,13 @@ class CpuBackend:
         self.pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="cuzk-msm")
         self._keys: dict[int, ResidentKey] = {}
 
+    def warm_up(self) -> None:
+        """For a long-lived prover: load the fast H kernels now and use them at every size."""
+        from ..ntt_fast import warm_up
+
+        warm_up()
+        self.fast_h_min_size = 0
+
     def load_key(self, pk: ProvingKey) -> ResidentKey:
         key = self._keys.get(id(pk))
         if key is None or key.pk is not pk:
