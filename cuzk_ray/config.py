@@ -4,7 +4,7 @@ type are rejected before anything runs (`pww=3`, `pw=abc`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -17,6 +17,9 @@ class CircuitConf:
     public: int = 4
     field_share: float = 0.05
     circuit_seed: int = 0
+    zkey: Optional[str] = None  # circuit=snarkjs: the Groth16 BLS12-381 .zkey
+    witness: List[str] = field(default_factory=list)  # circuit=snarkjs: .wtns files, one proof each
+    r1cs: Optional[str] = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
 
 
 @dataclass

@@ -87,6 +87,7 @@ class PartitionResult:
     prover_index: int = -1
     spans: list = field(default_factory=list)  # (stage, start, end), epoch seconds, for timelines
     vram_peak: int | None = None
+    proof_index: int = 0
 
 
 @dataclass
@@ -111,7 +112,16 @@ class _Work:
 
     @property
     def proof_id(self) -> str:
-        return f"proof-{self.proof:03d}"
+        return proof_id(self.proof)
+
+
+def proof_id(proof: int) -> str:
+    """The id of the proof-th proof of a batch (directory name under proofs/)."""
+    return f"proof-{proof:03d}"
+
+
+def proof_index(pid: str) -> int:
+    return int(pid.rsplit("-", 1)[1])
 
 
 def partition_host_bytes(circuit, backend: str, domain_size: int | None = None) -> int:
@@ -153,6 +163,9 @@ class ProvingEngine:
         self.provers, self.prover_info = self._start_provers(pk_ref, cs_ref, provers, threads,
                                                              gpu_workers_per_device, max_restarts)
         self.load = [0] * len(self.provers)
+        # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
+        self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+                                if getattr(circuit, "local_files", False) else "SPREAD")
 
     # -- actors -------------------------------------------------------------------------------
 
@@ -265,7 +278,7 @@ class ProvingEngine:
     def _submit(self, work: _Work, seed: int, synth_fn):
         spec = self.circuit.synth_spec(seed, work.proof, work.partition)
         batch = _synthesize_task.options(name=f"synth:{work.proof_id}:{work.partition}", memory=self.part_bytes,
-                                         scheduling_strategy="SPREAD").remote(
+                                         scheduling_strategy=self._synth_strategy).remote(
             spec, work.proof_id, self.circuit.circuit_id, synth_fn)
         work.prover = int(np.argmin(self.load))
         self.load[work.prover] += 1
@@ -279,7 +292,8 @@ class ProvingEngine:
             return None
         return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
                                out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1,
-                               out.get("prover_pid"), work.prover, out.get("spans", []), out.get("vram_peak"))
+                               out.get("prover_pid"), work.prover, out.get("spans", []), out.get("vram_peak"),
+                               work.proof)
 
 
 def _short(e: BaseException) -> str:

@@ -29,8 +29,9 @@ def begin(output_dir) -> Path:
     return out
 
 
-def write_batch(output_dir, vk, results, info: dict | None = None) -> Path:
-    """Write every partition's proof and public inputs, the verification key, then the manifest."""
+def write_batch(output_dir, vk, results, info: dict | None = None, proof_info=None) -> Path:
+    """Write every partition's proof and public inputs, the verification key, then the manifest.
+    ``proof_info(proof_index)`` adds fields to a proof's entries (e.g. its witness file)."""
     out = Path(output_dir)
     write_json_atomic(out / "verification_key.json", verification_key_json(vk))
     entries = []
@@ -47,6 +48,7 @@ def write_batch(output_dir, vk, results, info: dict | None = None) -> Path:
             "verified": bool(r.verified),
             "synthesis_node": r.synthesis_node, "prover_node": r.prover_node,
             "seconds": {k: round(v, 6) for k, v in r.times.items()},
+            **(proof_info(r.proof_index) if proof_info else {}),
         })
     manifest = {"proofs": entries}
     manifest.update(info or {})

@@ -31,8 +31,7 @@ def run(cfg: dict) -> int:
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.backends import resolve_backend_name
     from cuzk_ray.engine import (LocalEngine, ProofFailed, ProvingEngine, check_budget, init_ray, partition_host_bytes,
-                                 stage_table)
-    from cuzk_ray.keystore import ensure_dev_key
+                                 proof_index, stage_table)
     from cuzk_ray.memory import parse_bytes
 
     t_start = time.perf_counter()
@@ -40,12 +39,14 @@ def run(cfg: dict) -> int:
         raise ValueError(f"engine={cfg['engine']!r} is not one of ray, local")
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
-    check_budget(budget, partition_host_bytes(circuit, resolve_backend_name(cfg["backend"])), circuit.circuit_id)
-    out_dir = outputs.begin(cfg["output_dir"])
+    backend = resolve_backend_name(cfg["backend"])
+    # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
-    pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
-    print(f"key: {key_path} ({'created by the INSECURE dev setup' if created else 'cached'}, "
-          f"{time.perf_counter() - t0:.1f} s)")
+    pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"])
+    print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
+    check_budget(budget, partition_host_bytes(circuit, backend, pk.domain_size), circuit.circuit_id)
+    proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
+    out_dir = outputs.begin(cfg["output_dir"])
     local = cfg["engine"] == "local"
     started = False if local else init_ray(cfg["ray"])
     try:
@@ -53,27 +54,28 @@ def run(cfg: dict) -> int:
             pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
             threads=cfg["cpu_threads"], host_budget=budget, gpu_workers_per_device=cfg["gpu_workers_per_device"],
             max_attempts=cfg["max_attempts"])
-        print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {cfg['proofs']} proof(s) x "
-              f"{circuit.partitions} partitions of {circuit.circuit_id}")
+        print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {proofs} proof(s) x "
+              f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
 
         def progress(res, done, total):
             print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
 
-        batch = engine.run(cfg["proofs"], seed=cfg["seed"], progress=progress)
+        batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
         engine.shutdown()
     finally:
         if started:
             ray.shutdown()
-    info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": str(key_path),
+    info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": key_info["key"],
             "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
             "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,
-            "failed": batch.failed}
-    manifest = outputs.write_batch(out_dir, pk.vk, batch.results, info) if batch.results else None
+            "failed": {circuit.proof_label(proof_index(pid)): why for pid, why in batch.failed.items()}}
+    manifest = (outputs.write_batch(out_dir, pk.vk, batch.results, info, circuit.proof_info)
+                if batch.results else None)
     print(stage_table(batch.results, batch.wall_s))
     print(f"total {time.perf_counter() - t_start:.1f} s; {len(batch.results)} partitions verified; "
           f"manifest: {manifest}")
     if batch.failed:
-        raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
+        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(info["failed"].items())))
     return 0
 
 

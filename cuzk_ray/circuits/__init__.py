@@ -3,7 +3,8 @@ and synthesizes the witness of one partition from a plain-dict spec (what Ray ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +22,7 @@ class PorepCircuit:
     partitions: int = 10
 
     kind = "porep"
+    local_files = False
 
     @classmethod
     def from_config(cls, c: dict) -> "PorepCircuit":
@@ -38,6 +40,13 @@ class PorepCircuit:
     def build(self):
         return porep.build_circuit(self.constraints, self.public, self.field_share, self.circuit_seed)
 
+    def load_key(self, cache_dir, setup_seed: int = 0):
+        """The cached development key (made by the INSECURE dev setup on first use)."""
+        from ..keystore import ensure_dev_key
+
+        pk, cs, path, created = ensure_dev_key(self, cache_dir, setup_seed)
+        return pk, cs, {"key": str(path), "note": "created by the INSECURE dev setup" if created else "cached"}
+
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
         return {"kind": self.kind, "constraints": self.constraints, "public": self.public,
                 "field_share": self.field_share, "circuit_seed": self.circuit_seed,
@@ -50,11 +59,84 @@ class PorepCircuit:
         return porep.PorepLayout.make(self.constraints, self.public, self.field_share).n_wires * 32
 
 
+    def proof_label(self, proof: int) -> str:
+        return f"proof-{proof:03d}"
+
+    def proof_info(self, proof: int) -> dict:
+        return {}
+
+
+@dataclass(frozen=True)
+class SnarkjsCircuit:
+    """A circom circuit set up with snarkjs (``circuit=snarkjs``): the key is the zkey, each
+    ``.wtns`` file is one proof of one partition. Witness files are read where the driver runs
+    (synthesis is pinned to the driver's node), so they need not exist on other nodes."""
+
+    zkey: str
+    witness: tuple = ()
+    r1cs: str | None = None
+    meta: dict = field(default_factory=dict, compare=False)  # filled by load_key: n_wires, domain, sha
+
+    kind = "snarkjs"
+    partitions = 1
+    local_files = True
+
+    @classmethod
+    def from_config(cls, c: dict) -> "SnarkjsCircuit":
+        if not c.get("zkey"):
+            raise ValueError("circuit=snarkjs needs circuit.zkey=PATH (a Groth16 BLS12-381 .zkey)")
+        witness = c.get("witness") or []
+        if isinstance(witness, str):
+            witness = [witness]
+        if not witness:
+            raise ValueError("circuit=snarkjs needs circuit.witness=[W1.wtns,...] (one proof per witness file)")
+        return cls(os.path.abspath(c["zkey"]), tuple(os.path.abspath(w) for w in witness),
+                   os.path.abspath(c["r1cs"]) if c.get("r1cs") else None)
+
+    def load_key(self, cache_dir, setup_seed: int = 0):
+        """(pk, cs, info) from the zkey (converted once, cached by SHA-256), cross-checked against the
+        .r1cs when given, and every witness file checked against the key's wire count."""
+        from ..formats.snarkjs import check_zkey_against_r1cs, read_r1cs, read_wtns
+        from ..formats.zkey_cache import load_zkey_cached
+
+        pk, cs = load_zkey_cached(self.zkey, os.path.join(os.path.expanduser(cache_dir), "zkeys"))
+        if self.r1cs:
+            check_zkey_against_r1cs(cs, read_r1cs(self.r1cs), self.zkey)
+        for w in self.witness:
+            read_wtns(w, pk.n_wires)
+        self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""))
+        note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"
+        return pk, cs, {"key": self.zkey, "note": f"{note}, {len(self.witness)} witness file(s) checked"}
+
+    @property
+    def circuit_id(self) -> str:
+        return f"snarkjs-{os.path.basename(self.zkey)}-{self.meta.get('sha256', '')[:12]}"
+
+    def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
+        return {"kind": "wtns", "path": self.witness[proof], "n_wires": self.meta["n_wires"], "partition": partition}
+
+    def domain_size(self) -> int:
+        return self.meta["domain"]
+
+    def witness_bytes(self) -> int:
+        return self.meta["n_wires"] * 32
+
+    def proof_label(self, proof: int) -> str:
+        return f"witness {self.witness[proof]}"
+
+    def proof_info(self, proof: int) -> dict:
+        return {"witness": self.witness[proof]}
+
+
 def synthesize(spec: dict) -> np.ndarray:
     """Witness limbs for a synthesis spec made by a circuit's ``synth_spec``."""
     if spec["kind"] == "porep":
         return porep.synthesize(spec["constraints"], spec["public"], spec["field_share"],
                                 spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"])
+    if spec["kind"] == "wtns":
+        from ..formats.snarkjs import read_wtns
+
+        return read_wtns(spec["path"], spec["n_wires"])
     raise ValueError(f"unknown circuit kind {spec['kind']!r}")
 
 
@@ -62,4 +144,6 @@ def make_circuit(c: dict):
     kind = c.get("kind", "porep")
     if kind == "porep":
         return PorepCircuit.from_config(c)
-    raise ValueError(f"circuit.kind={kind!r} is not a known circuit (known: porep)")
+    if kind == "snarkjs":
+        return SnarkjsCircuit.from_config(c)
+    raise ValueError(f"circuit.kind={kind!r} is not a known circuit (known: porep, snarkjs)")
