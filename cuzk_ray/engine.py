@@ -25,7 +25,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .actors.prover import CpuProver, GpuProver
-from .backends import _cuda_backend_class, resolve_backend_name
+from .backends import cuda_backend_class, resolve_backend_name
 from .circuits import synthesize
 from .groth16.keys import ProvingKey
 from .groth16.verifier import verify
@@ -173,7 +173,7 @@ class ProvingEngine:
         opts = {"max_restarts": max_restarts, "max_task_retries": 0}  # the engine re-runs partitions
         if self.placement == "gpu":
             n_gpus = int(ray.cluster_resources().get("GPU", 0))
-            if self.backend == "cuda" and _cuda_backend_class() is None:
+            if self.backend == "cuda" and cuda_backend_class() is None:
                 raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
                                    "use backend=cpu (or backend=auto)")
             if n_gpus == 0:
@@ -252,7 +252,7 @@ class ProvingEngine:
                 else:
                     failed.setdefault(work.proof_id, f"partition {work.partition} failed {work.attempts} times: {reason}")
                 continue
-            res = self._check(out, work)
+            res = _verified_result(self.pk.vk, out, work)
             if res is None:
                 failed.setdefault(work.proof_id, f"partition {work.partition}: the proof does not verify "
                                                  f"(does the witness satisfy the circuit?)")
@@ -284,16 +284,18 @@ class ProvingEngine:
         self.load[work.prover] += 1
         return self.provers[work.prover].prove.remote(batch)
 
-    def _check(self, out: dict, work: _Work) -> PartitionResult | None:
-        t0 = time.perf_counter()
-        ok = verify(self.pk.vk, out["public"], out["proof"])
-        out["times"]["verify"] = time.perf_counter() - t0
-        if not ok:
-            return None
-        return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
-                               out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1,
-                               out.get("prover_pid"), work.prover, out.get("spans", []), out.get("vram_peak"),
-                               work.proof)
+
+def _verified_result(vk, out: dict, work: _Work) -> PartitionResult | None:
+    """The partition's result after a pairing check (timed as "verify"), or None if it fails."""
+    t0 = time.perf_counter()
+    ok = verify(vk, out["public"], out["proof"])
+    out["times"]["verify"] = time.perf_counter() - t0
+    if not ok:
+        return None
+    return PartitionResult(out["proof_id"], out["partition"], out["proof"], out["public"], out["times"],
+                           out.get("synthesis_node"), out.get("prover_node"), True, work.attempts + 1,
+                           out.get("prover_pid"), work.prover, out.get("spans", []), out.get("vram_peak"),
+                           work.proof)
 
 
 def _short(e: BaseException) -> str:
@@ -353,7 +355,7 @@ class LocalEngine:
                     break
                 out["times"]["synthesis"] = synth_s
                 out["synthesis_node"] = out["prover_node"] = "local"
-                res = ProvingEngine._check(self, out, work)
+                res = _verified_result(self.pk.vk, out, work)
                 if res is None:
                     failed[work.proof_id] = (f"partition {k}: the proof does not verify "
                                              f"(does the witness satisfy the circuit?)")

@@ -19,13 +19,13 @@ def cuda_available() -> bool:
 def resolve_backend_name(name: str) -> str:
     """'cpu' | 'cuda' | 'auto' -> the backend that will run ('auto' takes cuda when usable)."""
     if name == "auto":
-        return "cuda" if cuda_available() and _cuda_backend_class() is not None else "cpu"
+        return "cuda" if cuda_available() and cuda_backend_class() is not None else "cpu"
     if name not in ("cpu", "cuda"):
         raise ValueError(f"backend={name!r} is not one of cpu, cuda, auto")
     return name
 
 
-def _cuda_backend_class():
+def cuda_backend_class():
     try:
         from .gpu import CudaBackend
     except ImportError:
@@ -40,7 +40,7 @@ def make_backend(name: str, **kwargs):
         from .cpu import CpuBackend
 
         return CpuBackend(**kwargs)
-    cls = _cuda_backend_class()
+    cls = cuda_backend_class()
     if cls is None:
         raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
                            "use backend=cpu (or backend=auto)")
