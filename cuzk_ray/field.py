@@ -99,7 +99,7 @@ def int_vector(values) -> np.ndarray:
 def fr_vector(values) -> np.ndarray:
     """Coerce ints, an object array or standard-form Fr limbs into an int vector mod r."""
     if isinstance(values, np.ndarray) and values.dtype == np.uint64 and values.ndim == 2 and values.shape[1] == FR_LIMBS:
-        return limbs_to_ints(values)
+        return limbs_to_ints(values) % R_MOD
     return int_vector(values) % R_MOD
 
 
@@ -107,16 +107,24 @@ def fr_vector(values) -> np.ndarray:
 # Montgomery form
 
 
+_RADIX = {R_MOD: (FR_R, FR_R_INV), Q_MOD: (FP_R, FP_R_INV)}
+
+
+def _radix(modulus: int) -> tuple[int, int]:
+    try:
+        return _RADIX[modulus]
+    except KeyError:
+        raise ValueError("Montgomery form is defined here for R_MOD (Fr) and Q_MOD (Fp) only") from None
+
+
 def to_montgomery(values: np.ndarray, modulus: int) -> np.ndarray:
-    """int vector (standard) -> int vector (Montgomery): x * R mod p."""
-    radix = FR_R if modulus == R_MOD else FP_R
-    return (values * radix) % modulus
+    """int vector (standard) -> int vector (Montgomery): x * R mod p (R = 2^256 for Fr, 2^384 for Fp)."""
+    return (values * _radix(modulus)[0]) % modulus
 
 
 def from_montgomery(values: np.ndarray, modulus: int) -> np.ndarray:
     """int vector (Montgomery) -> int vector (standard): x * R^-1 mod p."""
-    inv = FR_R_INV if modulus == R_MOD else FP_R_INV
-    return (values * inv) % modulus
+    return (values * _radix(modulus)[1]) % modulus
 
 
 def fr_batch_inverse(values: np.ndarray) -> np.ndarray:

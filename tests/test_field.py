@@ -87,3 +87,10 @@ def test_batch_inverse(rng):
     assert all(a * b % F.R_MOD == 1 for a, b in zip(vals, inv))
     with pytest.raises(ZeroDivisionError, match="element 1"):
         F.fr_batch_inverse(F.int_vector([3, 0]))
+
+
+def test_montgomery_rejects_unknown_modulus_and_fr_vector_reduces():
+    with pytest.raises(ValueError, match="R_MOD .* and Q_MOD"):
+        F.to_montgomery(F.int_vector([1]), 101)
+    limbs = F.ints_to_limbs([F.R_MOD + 5, 3], 4)  # an unreduced limb value
+    assert list(F.fr_vector(limbs)) == [5, 3]

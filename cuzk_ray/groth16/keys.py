@@ -57,6 +57,14 @@ class ProvingKey:
     def validate(self) -> None:
         """Cross-check the sizes of the queries; raises ValueError naming the inconsistent one."""
         m, p = self.n_wires, self.n_public
+        for name in ("a_query", "b_g1_query", "l_query", "h_query", "beta_g1", "delta_g1"):
+            if getattr(self, name).shape[1:] != (2, 6):
+                raise ValueError(f"proving key: {name} has shape {getattr(self, name).shape}, expected (n, 2, 6)")
+        for name, arr in (("b_g2_query", self.b_g2_query), ("delta_g2", self.vk.delta_g2)):
+            if arr.shape[1:] != (2, 2, 6):
+                raise ValueError(f"proving key: {name} has shape {arr.shape}, expected (n, 2, 2, 6)")
+        if not 0 <= p < m:
+            raise ValueError(f"proving key: {p} public inputs (IC has {p + 1} points) but {m} wires")
         expect = {
             "b_g1_query": m, "b_g2_query": m, "l_query": m - p - 1,
         }
