@@ -133,6 +133,10 @@ def test_device_inputs_and_windows(table):
     assert run(table, ks, sc, device=True) == want
     for window in (2, 3, 7, 13, 16, 20):
         assert run(table, ks, sc, window=window) == want, f"window {window} seed {SEED}"
+    tm: dict = {}
+    assert point(cuda_msm.msm_g1(table[1][np.asarray(ks)], fr_to_limbs(sc), timings=tm)) == want
+    assert tm["window"] == cuda_msm.default_window(sum(s > 1 for s in sc))
+    assert {"split", "digits", "sort", "buckets", "reduce", "ones", "host"} <= set(tm)
     tampered = list(sc)
     i = next(j for j, s in enumerate(sc) if s > 1 and ks[j] != 0)
     tampered[i] = (tampered[i] + 1) % R_MOD

@@ -16,6 +16,8 @@ sums and the scalar-1 sum with Python ints (g1_ref): ~c W doublings, then one in
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..field import FP_LIMBS, FP_R_INV, Q_MOD, limbs_to_ints
@@ -52,6 +54,21 @@ def _xyzz_rows_to_ints(rows: np.ndarray) -> list[tuple]:
     vals = limbs_to_ints(rows.reshape(-1, FP_LIMBS))
     vals = [int(v) * FP_R_INV % Q_MOD for v in vals]
     return [tuple(vals[4 * i : 4 * i + 4]) for i in range(len(vals) // 4)]
+
+
+class _Phases:
+    """Wall-clock ms per named phase into a dict (device synchronised at each mark); no-op for None."""
+
+    def __init__(self, cp, out: dict | None):
+        self.cp, self.out, self.t = cp, out, time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        if self.out is None:
+            return
+        self.cp.cuda.Device().synchronize()
+        now = time.perf_counter()
+        self.out[name] = self.out.get(name, 0.0) + (now - self.t) * 1e3
+        self.t = now
 
 
 def _launch(name: str, nthreads: int, args) -> None:
@@ -112,7 +129,7 @@ def bucket_sums(cp, pts, sorted_entries, M: int, total: int):
     return buckets
 
 
-def window_sums(cp, pts, scalars, idx, c: int):
+def window_sums(cp, pts, scalars, idx, c: int, ph: _Phases):
     """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w."""
     m = int(idx.shape[0])
     W = 255 // c + 1  # enough signed digits for 255-bit scalars plus the final carry
@@ -120,19 +137,29 @@ def window_sums(cp, pts, scalars, idx, c: int):
     total = W * nb
     entries = cp.empty(W * m, dtype=cp.uint64)
     _launch("msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), entries))
+    ph.mark("digits")
     entries.sort()
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
+    ph.mark("sort")
     buckets = bucket_sums(cp, pts, entries, M, total) if M else cp.zeros((total, 4, FP_LIMBS), dtype=cp.uint64)
     del entries
+    ph.mark("buckets")
     L = min(nb, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))  # a power of two, divides nb
     nchunks = total // L
     chunks = cp.empty((nchunks, 4, FP_LIMBS), dtype=cp.uint64)
     _launch("msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
-    return _sum_rows(cp, chunks, W, nchunks // W), W
+    sums = _sum_rows(cp, chunks, W, nchunks // W)
+    ph.mark("reduce")
+    return sums, W
 
 
-def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
+def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in G1; see the module docstring for formats.
+
+    window: Pippenger window bits (default: default_window of the number of scalars other than
+    0 and 1). timings: if a dict, receives wall-clock ms per phase (split, digits, sort, buckets,
+    reduce, ones, host; the device is synchronised after each, so the total is slightly
+    higher than without) and the window used."""
     cp = require_cupy()
     s = _check_fr(scalars, "msm_g1 scalars")
     n = s.shape[0]
@@ -144,19 +171,28 @@ def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
         raise ValueError(f"msm_g1: {n} points is more than this kernel indexes (2^31 - 1)")
     if window is not None and not 2 <= window <= 20:
         raise ValueError(f"msm_g1: window {window} outside 2..20")
+    ph = _Phases(cp, timings)
     ones, rest = split_scalars(cp, s)
     acc = g1_ref.INF_XYZZ
+    c = window or default_window(max(1, int(rest.shape[0])))
+    if timings is not None:
+        timings["window"] = c
     if rest.shape[0]:
-        c = window or default_window(int(rest.shape[0]))
-        sums, W = window_sums(cp, pts, cp.ascontiguousarray(s[rest]), rest, c)
+        rest_scalars = cp.ascontiguousarray(s[rest])
+        ph.mark("split")
+        sums, W = window_sums(cp, pts, rest_scalars, rest, c, ph)
         for w, p in enumerate(reversed(_xyzz_rows_to_ints(cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
                     acc = g1_ref.xyzz_dbl(acc)
             acc = g1_ref.xyzz_add(acc, p)
+        ph.mark("host")
     if ones.shape[0]:
+        ph.mark("split")
         acc = g1_ref.xyzz_add(acc, _xyzz_rows_to_ints(cp.asnumpy(sum_points(cp, pts, ones)))[0])
+        ph.mark("ones")
     aff = g1_ref.xyzz_to_affine(acc)
     if aff is not None:
         out[:] = np.array([[(v >> (64 * k)) & (2**64 - 1) for k in range(FP_LIMBS)] for v in aff], dtype=np.uint64)
+    ph.mark("host")
     return out
