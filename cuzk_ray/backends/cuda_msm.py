@@ -162,9 +162,9 @@ def msm_g1(points, scalars, window: int | None = None, timings: dict | None = No
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats.
 
     window: Pippenger window bits (default: default_window of the number of scalars other than
-    0 and 1). timings: if a dict, receives wall-clock ms per phase (split, digits, sort, buckets,
-    reduce, ones, host, and bases: the conversion to Montgomery form; the device is synchronised after each, so the total is slightly
-    higher than without) and the window used."""
+    0 and 1). timings: if a dict, receives wall-clock ms per phase (split, bases (conversion to
+    Montgomery form), digits, sort, buckets, reduce, ones, host; the device is synchronised after
+    each, so the total is slightly higher than without) and the window used."""
     cp = require_cupy()
     s = _check_fr(scalars, "msm_g1 scalars")
     n = s.shape[0]
@@ -178,6 +178,7 @@ def msm_g1(points, scalars, window: int | None = None, timings: dict | None = No
         raise ValueError(f"msm_g1: window {window} outside 2..20")
     ph = _Phases(cp, timings)
     ones, rest = split_scalars(cp, s)
+    ph.mark("split")
     acc = g1_ref.INF_XYZZ
     c = window or default_window(max(1, int(rest.shape[0])))
     if timings is not None:
