@@ -5,8 +5,6 @@
         --h-max: largest size for H (default: all); --pass: ntt_pass (default), ntt_pass_r4,
         ntt_pass_tws (see cuzk_ray.backends.cuda.PASS_KERNEL).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
-        --msm-windows "15,17": extra MSM rows with these window sizes (uniform, 90% bits).
-        --msm-std-bases: extra MSM rows with the bases converted to Montgomery form on every load.
 G1 MSM times are wall-clock (device work + the small host-side window combination), median of N
 runs after a warm-up, bases and scalars already in VRAM, for uniform scalars, "90% bits" (90% of
 the scalars 0 or 1, the rest uniform) and all 0/1; bases are 1024 distinct points
@@ -66,8 +64,7 @@ def time_ms(cp, fn, runs: int) -> float:
 
 def main(argv: list[str]) -> None:
     cp = require_cupy()
-    sizes, runs, h_max, msm_sizes, msm_windows = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], ()
-    std_bases = False
+    sizes, runs, h_max, msm_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -78,10 +75,6 @@ def main(argv: list[str]) -> None:
         elif a == "--msm":
             v = args.pop(0)
             msm_sizes = [] if v == "-" else parse_sizes(v)
-        elif a == "--msm-windows":
-            msm_windows = tuple(int(w) for w in args.pop(0).split(","))
-        elif a == "--msm-std-bases":
-            std_bases = True
         elif a == "--pass":
             cuda.PASS_KERNEL = args.pop(0)
         else:
@@ -119,7 +112,7 @@ def main(argv: list[str]) -> None:
               f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
     if msm_sizes:
-        bench_msm(cp, msm_sizes, runs, msm_windows, std_bases)
+        bench_msm(cp, msm_sizes, runs)
 
 
 def mul_throughput(cp) -> None:
@@ -164,12 +157,11 @@ def msm_expected(cp, sc, start, period: int):
     return g1_ref.affine_mul(total % R_MOD, start)
 
 
-def bench_msm(cp, sizes, runs: int, windows=(), std_bases=False) -> None:
+def bench_msm(cp, sizes, runs: int) -> None:
     import time
 
     from cuzk_ray.backends import g1_ref
-    from cuzk_ray.backends import cuda_msm
-    from cuzk_ray.backends.cuda_msm import msm_g1
+    from cuzk_ray.backends.cuda_msm import default_window, msm_g1
     from cuzk_ray.field import fp_to_limbs, limbs_to_ints
 
     rng = np.random.default_rng(11)
@@ -179,43 +171,28 @@ def bench_msm(cp, sizes, runs: int, windows=(), std_bases=False) -> None:
         acc = g1_ref.affine_add(acc, start)
         distinct.append(acc)  # distinct[j] = (j + 2) * start
     rows = fp_to_limbs([v for p in distinct for v in p]).reshape(-1, 2, 6)
-    phases = ("split", "bases", "digits", "sort", "buckets", "reduce", "ones", "host")
     print(f"\n| log2 n | scalars | window | G1 MSM ms (median of {runs}) | min ms | target ms (2^24) |")
     print("|---:|---|---:|---:|---:|---:|")
-    breakdown = []
     for log_n in sizes:
         n = 1 << log_n
         pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1))[:n]))
         for kind in ("uniform", "90% bits", "bits"):
             sc = msm_scalars(cp, n, kind, log_n + 200)
+            c = default_window(n)
+            res = msm_g1(pts, sc)  # warm-up
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                res = msm_g1(pts, sc)
+                times.append((time.perf_counter() - t0) * 1e3)
             want = msm_expected(cp, sc, start, min(n, 1024))
-            variants = [(None, True)] + [(w, True) for w in windows] + [(None, False)] * std_bases
-            for window, to_mont in variants if kind != "bits" else variants[:1]:
-                cuda_msm.BASES_TO_MONT = to_mont
-                res = msm_g1(pts, sc, window)  # warm-up
-                times = []
-                for _ in range(runs):
-                    t0 = time.perf_counter()
-                    res = msm_g1(pts, sc, window)
-                    times.append((time.perf_counter() - t0) * 1e3)
-                x, y = limbs_to_ints(res)
-                ok = (None if x == 0 and y == 0 else (int(x), int(y))) == want
-                tm: dict = {}
-                ok = ok and np.array_equal(msm_g1(pts, sc, window, timings=tm), res)
-                if window is None and to_mont:
-                    breakdown.append((log_n, kind, tm))
-                label = f"{tm['window']}" + ("" if to_mont else " (bases converted on load)")
-                print(f"| {log_n} | {kind} | {label} | {statistics.median(times):.2f} | {min(times):.2f} | "
-                      f"{'110' if log_n == 24 else ''} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
-            cuda_msm.BASES_TO_MONT = True
+            x, y = limbs_to_ints(res)
+            ok = (None if x == 0 and y == 0 else (int(x), int(y))) == want
+            print(f"| {log_n} | {kind} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {'110' if log_n == 24 else ''} |"
+                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         del pts
         cp.get_default_memory_pool().free_all_blocks()
-    print("\nG1 MSM phases (ms, one run with a device synchronisation after each phase):")
-    print("| log2 n | scalars | " + " | ".join(phases) + " |")
-    print("|---:|---|" + "---:|" * len(phases))
-    for log_n, kind, tm in breakdown:
-        print(f"| {log_n} | {kind} | " + " | ".join(f"{tm.get(p, 0.0):.2f}" for p in phases) + " |")
 
 
 def check_h(cp, abc, h) -> bool:

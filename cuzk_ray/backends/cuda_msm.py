@@ -16,8 +16,6 @@ sums and the scalar-1 sum with Python ints (g1_ref): ~c W doublings, then one in
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..field import FP_LIMBS, FP_R_INV, Q_MOD, limbs_to_ints
@@ -31,9 +29,6 @@ NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
 CHUNK_THREADS = 32768  # about this many threads for the bucket reduction (msm_chunks)
-# Convert the bases to Montgomery form once per call (points_to_mont, 2M per point) when the
-# Pippenger part adds more points (W per scalar) than there are bases; else convert on each load.
-BASES_TO_MONT = True
 
 
 def default_window(n: int) -> int:
@@ -59,21 +54,6 @@ def _xyzz_rows_to_ints(rows: np.ndarray) -> list[tuple]:
     return [tuple(vals[4 * i : 4 * i + 4]) for i in range(len(vals) // 4)]
 
 
-class _Phases:
-    """Wall-clock ms per named phase into a dict (device synchronised at each mark); no-op for None."""
-
-    def __init__(self, cp, out: dict | None):
-        self.cp, self.out, self.t = cp, out, time.perf_counter()
-
-    def mark(self, name: str) -> None:
-        if self.out is None:
-            return
-        self.cp.cuda.Device().synchronize()
-        now = time.perf_counter()
-        self.out[name] = self.out.get(name, 0.0) + (now - self.t) * 1e3
-        self.t = now
-
-
 def _launch(name: str, nthreads: int, args) -> None:
     get_kernel(MODULE, name)(((nthreads + THREADS - 1) // THREADS,), (THREADS,), args)
 
@@ -97,13 +77,12 @@ def split_scalars(cp, s):
     return ones, rest
 
 
-def sum_points(cp, pts, mont: bool, idx):
-    """sum of the points idx (device uint32) as one XYZZ row (device), Montgomery form; pts in
-    Montgomery form if mont, else standard form."""
+def sum_points(cp, pts, idx):
+    """sum of the points idx (device uint32) as one XYZZ row (device), Montgomery form."""
     m = int(idx.shape[0])
     mo = (m + SUM_FANIN - 1) // SUM_FANIN
     parts = cp.empty((mo, 4, FP_LIMBS), dtype=cp.uint64)
-    _launch("msm_sum_points", mo, (pts, np.uint32(mont), idx, np.uint32(m), np.uint32(SUM_FANIN), parts))
+    _launch("msm_sum_points", mo, (pts, idx, np.uint32(m), np.uint32(SUM_FANIN), parts))
     return _sum_rows(cp, parts, 1, mo)
 
 
@@ -115,15 +94,14 @@ def segment_size(length: int) -> int:
     return s
 
 
-def bucket_sums(cp, pts, mont: bool, sorted_entries, M: int, total: int):
+def bucket_sums(cp, pts, sorted_entries, M: int, total: int):
     """[total] XYZZ buckets from M sorted (key << 32 | value) entries by the segmented reduction."""
     buckets = cp.zeros((total, 4, FP_LIMBS), dtype=cp.uint64)
     S = segment_size(M)
     nseg = (M + S - 1) // S
     keys = cp.empty(2 * nseg, dtype=cp.uint32)
     part = cp.empty((2 * nseg, 4, FP_LIMBS), dtype=cp.uint64)
-    _launch("msm_seg_points", nseg,
-            (pts, np.uint32(mont), sorted_entries, np.uint32(M), np.uint32(S), buckets, keys, part))
+    _launch("msm_seg_points", nseg, (pts, sorted_entries, np.uint32(M), np.uint32(S), buckets, keys, part))
     while nseg > 1:  # the partial sums of buckets that cross segments, same reduction again
         length, S = 2 * nseg, SEG_PARTIALS
         nseg = (length + S - 1) // S
@@ -134,7 +112,7 @@ def bucket_sums(cp, pts, mont: bool, sorted_entries, M: int, total: int):
     return buckets
 
 
-def window_sums(cp, pts, mont: bool, scalars, idx, c: int, ph: _Phases):
+def window_sums(cp, pts, scalars, idx, c: int):
     """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w."""
     m = int(idx.shape[0])
     W = 255 // c + 1  # enough signed digits for 255-bit scalars plus the final carry
@@ -142,29 +120,19 @@ def window_sums(cp, pts, mont: bool, scalars, idx, c: int, ph: _Phases):
     total = W * nb
     entries = cp.empty(W * m, dtype=cp.uint64)
     _launch("msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), entries))
-    ph.mark("digits")
     entries.sort()
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
-    ph.mark("sort")
-    buckets = bucket_sums(cp, pts, mont, entries, M, total) if M else cp.zeros((total, 4, FP_LIMBS), dtype=cp.uint64)
+    buckets = bucket_sums(cp, pts, entries, M, total) if M else cp.zeros((total, 4, FP_LIMBS), dtype=cp.uint64)
     del entries
-    ph.mark("buckets")
     L = min(nb, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))  # a power of two, divides nb
     nchunks = total // L
     chunks = cp.empty((nchunks, 4, FP_LIMBS), dtype=cp.uint64)
     _launch("msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
-    sums = _sum_rows(cp, chunks, W, nchunks // W)
-    ph.mark("reduce")
-    return sums, W
+    return _sum_rows(cp, chunks, W, nchunks // W), W
 
 
-def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] in G1; see the module docstring for formats.
-
-    window: Pippenger window bits (default: default_window of the number of scalars other than
-    0 and 1). timings: if a dict, receives wall-clock ms per phase (split, bases (conversion to
-    Montgomery form), digits, sort, buckets, reduce, ones, host; the device is synchronised after
-    each, so the total is slightly higher than without) and the window used."""
+def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
     cp = require_cupy()
     s = _check_fr(scalars, "msm_g1 scalars")
     n = s.shape[0]
@@ -176,35 +144,19 @@ def msm_g1(points, scalars, window: int | None = None, timings: dict | None = No
         raise ValueError(f"msm_g1: {n} points is more than this kernel indexes (2^31 - 1)")
     if window is not None and not 2 <= window <= 20:
         raise ValueError(f"msm_g1: window {window} outside 2..20")
-    ph = _Phases(cp, timings)
     ones, rest = split_scalars(cp, s)
-    ph.mark("split")
     acc = g1_ref.INF_XYZZ
-    c = window or default_window(max(1, int(rest.shape[0])))
-    if timings is not None:
-        timings["window"] = c
-    mont = BASES_TO_MONT and int(rest.shape[0]) * (255 // c + 1) > n
-    if mont:
-        std, pts = pts, cp.empty_like(pts)
-        _launch("points_to_mont", n, (std, np.uint32(n), pts))
-        del std
-        ph.mark("bases")
     if rest.shape[0]:
-        rest_scalars = cp.ascontiguousarray(s[rest])
-        ph.mark("split")
-        sums, W = window_sums(cp, pts, mont, rest_scalars, rest, c, ph)
+        c = window or default_window(int(rest.shape[0]))
+        sums, W = window_sums(cp, pts, cp.ascontiguousarray(s[rest]), rest, c)
         for w, p in enumerate(reversed(_xyzz_rows_to_ints(cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
                     acc = g1_ref.xyzz_dbl(acc)
             acc = g1_ref.xyzz_add(acc, p)
-        ph.mark("host")
     if ones.shape[0]:
-        ph.mark("split")
-        acc = g1_ref.xyzz_add(acc, _xyzz_rows_to_ints(cp.asnumpy(sum_points(cp, pts, mont, ones)))[0])
-        ph.mark("ones")
+        acc = g1_ref.xyzz_add(acc, _xyzz_rows_to_ints(cp.asnumpy(sum_points(cp, pts, ones)))[0])
     aff = g1_ref.xyzz_to_affine(acc)
     if aff is not None:
         out[:] = np.array([[(v >> (64 * k)) & (2**64 - 1) for k in range(FP_LIMBS)] for v in aff], dtype=np.uint64)
-    ph.mark("host")
     return out

@@ -10,9 +10,9 @@
 //     0xffffffff and sort last.
 //  2. (host, CuPy) sort of the 64-bit entries (radix sort), so each bucket is a contiguous run.
 //  3. msm_seg_points: thread t adds the S sorted entries t S .. t S + S - 1 (mixed XYZZ +
-//     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine, converted
-//     to Montgomery form once per call by points_to_mont, 2M per point, or on every load). A
-//     bucket run that lies wholly inside the segment is added into its bucket; the segment's first and last runs, when the bucket goes
+//     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine standard
+//     form, converted to Montgomery form on load, 2M). A bucket run that lies wholly inside the
+//     segment is added into its bucket; the segment's first and last runs, when the bucket goes
 //     on into the neighbouring segment, are written as (key, partial sum) into two slots per
 //     segment. The slots stay sorted by key, so msm_seg_partials repeats the same segmented
 //     reduction on them (XYZZ additions, 12M + 2S) until one segment is left. Per pass a bucket
@@ -48,27 +48,14 @@ __device__ __forceinline__ void store_xyzz(u32* buf, u64 i, const g1_xyzz& p) {
     store(buf, 4 * i + 2, p.ZZ); store(buf, 4 * i + 3, p.ZZZ);
 }
 
-// acc + point i (affine, Montgomery form if mont else standard form, converted here at 2M;
-// all-zero = infinity, skipped), negated if neg.
-__device__ __forceinline__ g1_xyzz add_point(const g1_xyzz& acc, const u32* points, u32 i, bool neg, bool mont) {
+// acc + point i (affine standard form; all-zero = infinity, skipped), negated if neg.
+__device__ __forceinline__ g1_xyzz add_point(const g1_xyzz& acc, const u32* points, u32 i, bool neg) {
     g1_affine p = load_affine(points, i);
     if (p.x.is_zero() && p.y.is_zero()) return acc;
-    if (!mont) {
-        p.x = to_mont(p.x);
-        p.y = to_mont(p.y);
-    }
+    p.x = to_mont(p.x);
+    p.y = to_mont(p.y);
     if (neg) p.y = -p.y;
     return g1_madd(acc, p);
-}
-
-// out[i] = points[i] in Montgomery form (2M; infinity stays all-zero), so that the W additions
-// of each point in the bucket phase skip the conversion.
-extern "C" __global__ void points_to_mont(const u32* points, u32 n, u32* out) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const g1_affine p = load_affine(points, i);
-    store(out, 2 * (u64)i, to_mont(p.x));
-    store(out, 2 * (u64)i + 1, to_mont(p.y));
 }
 
 // scalars: standard-form Fr limbs (8 u32 each), m of them; idx[i] is the point index of scalar
@@ -117,7 +104,7 @@ __device__ __forceinline__ u32 entry_key(const u64* sorted, const u32* in_keys, 
 template <bool POINTS>
 __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, const u32* in_keys,
                                          const u32* in_part, u32 len, u32 S, u32* buckets, u32* out_keys,
-                                         u32* out_part, bool mont) {
+                                         u32* out_part) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 nseg = (len + S - 1) / S;
     if (t >= nseg) return;
@@ -139,7 +126,7 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
         }
         if (POINTS) {
             const u32 v = (u32)sorted[e];
-            acc = add_point(acc, points, v & 0x7fffffffu, v >> 31, mont);
+            acc = add_point(acc, points, v & 0x7fffffffu, v >> 31);
         } else {
             acc = g1_add(acc, load_xyzz(in_part, e));
         }
@@ -158,17 +145,16 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
     store_xyzz(out_part, 2 * t + 1, tail);
 }
 
-// points: affine, 2 x 12 u32 per point, Montgomery form if mont != 0 else standard form.
-// sorted: len entries (all with key != NO_KEY).
+// points: affine standard form, 2 x 12 u32 per point. sorted: len entries (all with key != NO_KEY).
 // buckets: [W 2^(c-1)] XYZZ, Montgomery form, 4 x 12 u32 each, zero-initialised (infinity).
-extern "C" __global__ void msm_seg_points(const u32* points, u32 mont, const u64* sorted, u32 len, u32 S,
-                                          u32* buckets, u32* out_keys, u32* out_part) {
-    seg_pass<true>(points, sorted, nullptr, nullptr, len, S, buckets, out_keys, out_part, mont != 0);
+extern "C" __global__ void msm_seg_points(const u32* points, const u64* sorted, u32 len, u32 S, u32* buckets,
+                                          u32* out_keys, u32* out_part) {
+    seg_pass<true>(points, sorted, nullptr, nullptr, len, S, buckets, out_keys, out_part);
 }
 
 extern "C" __global__ void msm_seg_partials(const u32* in_keys, const u32* in_part, u32 len, u32 S, u32* buckets,
                                             u32* out_keys, u32* out_part) {
-    seg_pass<false>(nullptr, nullptr, in_keys, in_part, len, S, buckets, out_keys, out_part, true);
+    seg_pass<false>(nullptr, nullptr, in_keys, in_part, len, S, buckets, out_keys, out_part);
 }
 
 // buckets: [W][nb] XYZZ; chunk (w, j) covers buckets j L .. j L + L - 1 of window w, whose
@@ -193,15 +179,15 @@ extern "C" __global__ void msm_chunks(const u32* buckets, u32 nb, u32 L, u32 nch
     store_xyzz(out, id, g1_add(T, Q));
 }
 
-// out[j] = sum of points idx[j per .. j per + per - 1] (affine, Montgomery form if mont != 0
-// else standard form; infinity skipped), XYZZ Montgomery; j < ceil(m / per). 8M + 2S per point.
-extern "C" __global__ void msm_sum_points(const u32* points, u32 mont, const u32* idx, u32 m, u32 per, u32* out) {
+// out[j] = sum of points idx[j per .. j per + per - 1] (affine standard form, infinity skipped),
+// XYZZ Montgomery; j < ceil(m / per). 8M + 2S per point.
+extern "C" __global__ void msm_sum_points(const u32* points, const u32* idx, u32 m, u32 per, u32* out) {
     const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     const u64 beg = (u64)j * per;
     if (beg >= m) return;
     const u64 end = min(beg + per, (u64)m);
     g1_xyzz acc = g1_xyzz::inf();
-    for (u64 e = beg; e < end; e++) acc = add_point(acc, points, idx[e], false, mont != 0);
+    for (u64 e = beg; e < end; e++) acc = add_point(acc, points, idx[e], false);
     store_xyzz(out, j, acc);
 }
 
