@@ -1,21 +1,33 @@
-// G1 multi-scalar multiplication, Pippenger with signed-digit windows and XYZZ buckets.
+// G1 multi-scalar multiplication: scalars 0/1 split off, Pippenger with signed-digit windows and
+// XYZZ buckets for the rest, every step load-balanced (no thread's work depends on how the
+// scalars are distributed).
 //
+//  0. (host, CuPy) scalars are classified: 0 dropped, 1 -> index list for msm_sum_points, the
+//     rest -> index list for Pippenger (compacted on the device with flatnonzero).
 //  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c-1), 2^(c-1)] with
-//     s = sum_w d_w 2^(c w); each non-zero digit becomes (key = w 2^(c-1) + |d_w| - 1,
-//     value = i | sign << 31). Zero digits get key 0xffffffff and sort last.
-//  2. (host, CuPy) radix sort of the keys, bucket offsets by searchsorted.
-//  3. msm_buckets: one thread per bucket adds its points (mixed XYZZ + affine, 8M + 2S each;
-//     a point is negated for a negative digit). Bases are affine standard form, converted to
-//     Montgomery form on load (2M).
+//     s = sum_w d_w 2^(c w); each non-zero digit becomes the 64-bit entry
+//     (key = w 2^(c-1) + |d_w| - 1) << 32 | (point index | sign << 31). Zero digits get key
+//     0xffffffff and sort last.
+//  2. (host, CuPy) sort of the 64-bit entries (radix sort), so each bucket is a contiguous run.
+//  3. msm_seg_points: thread t adds the S sorted entries t S .. t S + S - 1 (mixed XYZZ +
+//     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine standard
+//     form, converted to Montgomery form on load, 2M). A bucket run that lies wholly inside the
+//     segment is added into its bucket; the segment's first and last runs, when the bucket goes
+//     on into the neighbouring segment, are written as (key, partial sum) into two slots per
+//     segment. The slots stay sorted by key, so msm_seg_partials repeats the same segmented
+//     reduction on them (XYZZ additions, 12M + 2S) until one segment is left. Per pass a bucket
+//     is written by at most one thread (only a run inside one segment is written), so the
+//     read-modify-write of the bucket needs no atomics. A bucket holding half of all points
+//     costs every thread at most S additions per pass.
 //  4. msm_chunks: one thread per chunk of L buckets of a window: running sums give
 //     T = sum_t (t+1) B_t and S = sum_t B_t, and the chunk's share of sum_b b B_b is
 //     T + (j L) S (double-and-add, < c doublings). ~2L XYZZ additions per thread.
-//  5. (host, Python ints) sum of chunks per window and Horner over windows: W * chunks points.
-// Load balance is per bucket, so heavily repeated digits (e.g. all scalars equal to 1) serialise
-// on one thread: splitting off 0/1 scalars is future work (issue 4).
+//  5. xyzz_sum_rows: rows of XYZZ points summed in groups of `per` (a tree over launches):
+//     chunk sums -> one sum per window; the partial sums of the scalar-1 points -> one point.
+//  6. (host, Python ints) Horner over the W window sums, plus the sum of the scalar-1 points.
 #include "ec/g1_xyzz.cuh"
 
-#define FP_WORDS 12
+#define NO_KEY 0xffffffffu
 
 __device__ __forceinline__ g1_affine load_affine(const u32* points, u32 i) {
     g1_affine p;
@@ -36,15 +48,26 @@ __device__ __forceinline__ void store_xyzz(u32* buf, u64 i, const g1_xyzz& p) {
     store(buf, 4 * i + 2, p.ZZ); store(buf, 4 * i + 3, p.ZZZ);
 }
 
-// scalars: standard-form Fr limbs (8 u32 each), n of them. keys/vals: [W][n].
-extern "C" __global__ void msm_digits(const u32* scalars, u32 n, int c, int W, u32* keys, u32* vals) {
+// acc + point i (affine standard form; all-zero = infinity, skipped), negated if neg.
+__device__ __forceinline__ g1_xyzz add_point(const g1_xyzz& acc, const u32* points, u32 i, bool neg) {
+    g1_affine p = load_affine(points, i);
+    if (p.x.is_zero() && p.y.is_zero()) return acc;
+    p.x = to_mont(p.x);
+    p.y = to_mont(p.y);
+    if (neg) p.y = -p.y;
+    return g1_madd(acc, p);
+}
+
+// scalars: standard-form Fr limbs (8 u32 each), m of them; idx[i] is the point index of scalar
+// i. entries: [W][m] 64-bit (key << 32 | value), see step 1.
+extern "C" __global__ void msm_digits(const u32* scalars, const u32* idx, u32 m, int c, int W, u64* entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= m) return;
     u32 s[9];
 #pragma unroll
     for (int k = 0; k < 8; k++) s[k] = scalars[8 * (u64)i + k];
     s[8] = 0;
-    const u32 half = 1u << (c - 1), mask = (1u << c) - 1;
+    const u32 half = 1u << (c - 1), mask = (1u << c) - 1, point = idx[i];
     u32 carry = 0;
     for (int w = 0; w < W; w++) {
         const int bit = w * c, word = bit >> 5, sh = bit & 31;
@@ -59,30 +82,79 @@ extern "C" __global__ void msm_digits(const u32* scalars, u32 n, int c, int W, u
         } else {
             carry = 0;
         }
-        keys[(u64)w * n + i] = d == 0 ? 0xffffffffu : ((u32)w << (c - 1)) | (d - 1);
-        vals[(u64)w * n + i] = i | (neg << 31);
+        const u32 key = d == 0 ? NO_KEY : ((u32)w << (c - 1)) | (d - 1);
+        entries[(u64)w * m + i] = ((u64)key << 32) | point | (neg << 31);
     }
 }
 
-// points: affine standard form, (x, y) as 2 x 12 u32 per point, all-zero = infinity (skipped).
-// vals: sorted digit values; offsets[b] .. offsets[b+1] the entries of bucket b.
-// buckets: XYZZ, Montgomery form, 4 x 12 u32 each.
-extern "C" __global__ void msm_buckets(const u32* points, const u32* vals, const u32* offsets, u32 nbuckets,
-                                       u32* buckets) {
-    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b >= nbuckets) return;
-    g1_xyzz acc = g1_xyzz::inf();
-    const u32 end = offsets[b + 1];
-    for (u32 t = offsets[b]; t < end; t++) {
-        const u32 v = vals[t];
-        g1_affine p = load_affine(points, v & 0x7fffffffu);
-        if (p.x.is_zero() && p.y.is_zero()) continue;  // infinity in the input
-        p.x = to_mont(p.x);
-        p.y = to_mont(p.y);
-        if (v >> 31) p.y = -p.y;
-        acc = g1_madd(acc, p);
+// bucket[key] += acc (XYZZ, Montgomery). Callers guarantee one writer per key per launch.
+__device__ __forceinline__ void bucket_add(u32* buckets, u32 key, const g1_xyzz& acc) {
+    if (acc.is_inf()) return;
+    store_xyzz(buckets, key, g1_add(load_xyzz(buckets, key), acc));
+}
+
+// One pass of the segmented reduction (step 3) over len sorted entries. POINTS: the entries are
+// the sorted 64-bit digit entries (pass 1); otherwise (key, XYZZ partial) slots of the previous
+// pass. Writes out_keys / out_part [2 * ceil(len / S)] and adds finished runs into buckets.
+template <bool POINTS>
+__device__ __forceinline__ u32 entry_key(const u64* sorted, const u32* in_keys, u32 e) {
+    return POINTS ? (u32)(sorted[e] >> 32) : in_keys[e];
+}
+
+template <bool POINTS>
+__device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, const u32* in_keys,
+                                         const u32* in_part, u32 len, u32 S, u32* buckets, u32* out_keys,
+                                         u32* out_part) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 nseg = (len + S - 1) / S;
+    if (t >= nseg) return;
+    const u32 beg = t * S, end = min(beg + S, len);
+    u32 key = entry_key<POINTS>(sorted, in_keys, beg);
+    const u32 last_key = entry_key<POINTS>(sorted, in_keys, end - 1);
+    const bool shared_head = beg > 0 && entry_key<POINTS>(sorted, in_keys, beg - 1) == key;
+    const bool shared_tail = end < len && entry_key<POINTS>(sorted, in_keys, end) == last_key;
+    g1_xyzz acc = g1_xyzz::inf(), head = g1_xyzz::inf(), tail = g1_xyzz::inf();
+    bool first = true;
+    for (u32 e = beg; e < end; e++) {
+        const u32 k = entry_key<POINTS>(sorted, in_keys, e);
+        if (k != key) {  // the run of `key` ends here
+            if (first && shared_head) head = acc;
+            else bucket_add(buckets, key, acc);
+            first = false;
+            key = k;
+            acc = g1_xyzz::inf();
+        }
+        if (POINTS) {
+            const u32 v = (u32)sorted[e];
+            acc = add_point(acc, points, v & 0x7fffffffu, v >> 31);
+        } else {
+            acc = g1_add(acc, load_xyzz(in_part, e));
+        }
     }
-    store_xyzz(buckets, b, acc);
+    if (first) {  // one run only: head and tail at once
+        if (shared_head || shared_tail) head = acc;
+        else bucket_add(buckets, key, acc);
+    } else if (shared_tail) {
+        tail = acc;
+    } else {
+        bucket_add(buckets, key, acc);
+    }
+    out_keys[2 * t] = entry_key<POINTS>(sorted, in_keys, beg);
+    out_keys[2 * t + 1] = last_key;
+    store_xyzz(out_part, 2 * t, head);
+    store_xyzz(out_part, 2 * t + 1, tail);
+}
+
+// points: affine standard form, 2 x 12 u32 per point. sorted: len entries (all with key != NO_KEY).
+// buckets: [W 2^(c-1)] XYZZ, Montgomery form, 4 x 12 u32 each, zero-initialised (infinity).
+extern "C" __global__ void msm_seg_points(const u32* points, const u64* sorted, u32 len, u32 S, u32* buckets,
+                                          u32* out_keys, u32* out_part) {
+    seg_pass<true>(points, sorted, nullptr, nullptr, len, S, buckets, out_keys, out_part);
+}
+
+extern "C" __global__ void msm_seg_partials(const u32* in_keys, const u32* in_part, u32 len, u32 S, u32* buckets,
+                                            u32* out_keys, u32* out_part) {
+    seg_pass<false>(nullptr, nullptr, in_keys, in_part, len, S, buckets, out_keys, out_part);
 }
 
 // buckets: [W][nb] XYZZ; chunk (w, j) covers buckets j L .. j L + L - 1 of window w, whose
@@ -105,4 +177,28 @@ extern "C" __global__ void msm_chunks(const u32* buckets, u32 nb, u32 L, u32 nch
         if ((k >> bit) & 1) Q = g1_add(Q, S);
     }
     store_xyzz(out, id, g1_add(T, Q));
+}
+
+// out[j] = sum of points idx[j per .. j per + per - 1] (affine standard form, infinity skipped),
+// XYZZ Montgomery; j < ceil(m / per). 8M + 2S per point.
+extern "C" __global__ void msm_sum_points(const u32* points, const u32* idx, u32 m, u32 per, u32* out) {
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 beg = (u64)j * per;
+    if (beg >= m) return;
+    const u64 end = min(beg + per, (u64)m);
+    g1_xyzz acc = g1_xyzz::inf();
+    for (u64 e = beg; e < end; e++) acc = add_point(acc, points, idx[e], false);
+    store_xyzz(out, j, acc);
+}
+
+// in: [rows][m] XYZZ; out: [rows][ceil(m / per)], out[r][j] = sum in[r][j per .. j per + per - 1].
+extern "C" __global__ void xyzz_sum_rows(const u32* in, u32 rows, u32 m, u32 per, u32* out) {
+    const u32 id = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 mo = (m + per - 1) / per;
+    if (id >= rows * mo) return;
+    const u32 r = id / mo, j = id % mo;
+    const u32 beg = j * per, end = min(beg + per, m);
+    g1_xyzz acc = g1_xyzz::inf();
+    for (u32 e = beg; e < end; e++) acc = g1_add(acc, load_xyzz(in, (u64)r * m + e));
+    store_xyzz(out, id, acc);
 }

@@ -1,0 +1,191 @@
+"""G1 MSM on the GPU (cuda_msm.msm_g1) against the pure-Python oracle g1_ref, bit for bit.
+
+Focus: the 0/1 split and the load-balanced bucket accumulation, i.e. inputs whose digits pile up
+in a few buckets. Bases are k_i * B for a random B and small known k_i (0 = the point at
+infinity), built by repeated affine addition, so that the expected sum of n terms is one scalar
+multiplication (sum_i s_i k_i mod r) * B; small cases are also checked against the plain
+affine msm_naive. Run on a GPU machine: ``pytest -m gpu tests/test_msm_gpu.py``; seeds are in the
+assertion messages (CUZK_TEST_SEED replays them).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+try:
+    _NGPU = cp.cuda.runtime.getDeviceCount()
+except Exception:  # no driver
+    _NGPU = 0
+if _NGPU == 0:
+    pytest.skip("no CUDA GPU visible to CuPy", allow_module_level=True)
+
+from cuzk_ray.backends import cuda_msm, g1_ref  # noqa: E402
+from cuzk_ray.field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
+TABLE = 600  # distinct multiples 1..TABLE of the base point
+
+
+@pytest.fixture(scope="module")
+def table():
+    """(B, rows) with rows[k] = k * B as uint64[2, 6] standard form, rows[0] = infinity."""
+    rng = random.Random(SEED)
+    base = g1_ref.affine_mul(rng.randrange(1, R_MOD), g1_ref.G1_GEN)
+    pts, acc = [(0, 0)], None
+    for _ in range(TABLE):
+        acc = g1_ref.affine_add(acc, base)
+        pts.append(acc)
+    rows = fp_to_limbs([v for p in pts for v in p]).reshape(-1, 2, FP_LIMBS)
+    return base, rows
+
+
+def point(row):
+    x, y = limbs_to_ints(row)
+    return None if x == 0 and y == 0 else (int(x), int(y))
+
+
+def expected(base, ks, scalars):
+    return g1_ref.affine_mul(sum(int(k) * s for k, s in zip(ks, scalars)) % R_MOD, base)
+
+
+def scalars_mix(rng, n, frac_bits, frac_zero_of_bits=0.5):
+    """n scalars: a fraction frac_bits are 0 or 1, the rest uniform in [0, r)."""
+    out = []
+    for _ in range(n):
+        if rng.random() < frac_bits:
+            out.append(0 if rng.random() < frac_zero_of_bits else 1)
+        else:
+            out.append(rng.randrange(R_MOD))
+    return out
+
+
+def run(table, ks, scalars, window=None, device=False):
+    _, rows = table
+    pts = np.ascontiguousarray(rows[np.asarray(ks, dtype=np.int64)])
+    sc = fr_to_limbs(scalars)
+    if device:
+        pts, sc = cp.asarray(pts), cp.asarray(sc)
+    got = cuda_msm.msm_g1(pts, sc, window=window)
+    assert got.shape == (2, FP_LIMBS) and got.dtype == np.uint64
+    return point(got)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 31])
+def test_tiny_sizes_vs_naive(table, n):
+    rng = random.Random(SEED + n)
+    ks = [rng.randrange(1, TABLE + 1) for _ in range(n)]
+    for scalars in (
+        [rng.randrange(R_MOD) for _ in range(n)],
+        [1] * n,
+        [rng.randrange(2) for _ in range(n)],
+        [R_MOD - 1] * n,
+    ):
+        pts = [point(table[1][k]) for k in ks]
+        want = g1_ref.msm_naive(scalars, pts)
+        assert want == expected(table[0], ks, scalars)  # the two oracles agree
+        assert run(table, ks, scalars) == want, f"n={n} scalars={scalars} seed {SEED}"
+
+
+def test_all_zero_scalars(table):
+    rng = random.Random(SEED + 100)
+    ks = [rng.randrange(1, TABLE + 1) for _ in range(4099)]
+    assert run(table, ks, [0] * len(ks)) is None
+    # negative: one scalar 1 gives exactly that point
+    sc = [0] * len(ks)
+    sc[1234] = 1
+    assert run(table, ks, sc) == point(table[1][ks[1234]])
+
+
+@pytest.mark.parametrize("n", [300, 5000, 2**16])
+def test_all_one_scalars(table, n):
+    rng = random.Random(SEED + 200 + n)
+    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]  # some infinity rows
+    want = expected(table[0], ks, [1] * n)
+    if n <= 300:
+        assert want == g1_ref.msm_naive([1] * n, [point(table[1][k]) for k in ks])
+    assert run(table, ks, [1] * n) == want, f"seed {SEED}"
+    i = next(j for j, k in enumerate(ks) if k != 0)
+    assert run(table, ks, [1] * i + [2] + [1] * (n - i - 1)) != want  # negative
+
+
+@pytest.mark.parametrize("frac_bits", [0.0, 0.5, 0.9, 0.99, 1.0])
+@pytest.mark.parametrize("n", [1000, 4097, 2**16 - 3])
+def test_mixed_bits_and_uniform(table, n, frac_bits):
+    rng = random.Random(SEED + int(frac_bits * 1000) + n)
+    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
+    sc = scalars_mix(rng, n, frac_bits)
+    want = expected(table[0], ks, sc)
+    assert run(table, ks, sc) == want, f"n={n} frac_bits={frac_bits} seed {SEED}"
+
+
+def test_device_inputs_and_windows(table):
+    rng = random.Random(SEED + 300)
+    n = 3001
+    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
+    sc = scalars_mix(rng, n, 0.5)
+    want = expected(table[0], ks, sc)
+    assert run(table, ks, sc, device=True) == want
+    for window in (2, 3, 7, 13, 16, 20):
+        assert run(table, ks, sc, window=window) == want, f"window {window} seed {SEED}"
+    tampered = list(sc)
+    i = next(j for j, s in enumerate(sc) if s > 1 and ks[j] != 0)
+    tampered[i] = (tampered[i] + 1) % R_MOD
+    assert run(table, ks, tampered) != want
+
+
+def test_skewed_buckets(table):
+    """Every scalar the same (every window's digit lands in one bucket), plus repeated points."""
+    rng = random.Random(SEED + 400)
+    n = 2**16
+    s = rng.randrange(2, R_MOD)
+    ks = [rng.randrange(1, 4) for _ in range(n)]  # only 3 distinct points
+    want = expected(table[0], ks, [s] * n)
+    assert run(table, ks, [s] * n) == want, f"seed {SEED}"
+    # small digits only: every scalar in 2..9 (one window, 8 buckets)
+    sc = [rng.randrange(2, 10) for _ in range(n)]
+    assert run(table, ks, sc) == expected(table[0], ks, sc), f"seed {SEED}"
+    # r - 1 (= -1) everywhere: the sum of the negated points
+    assert run(table, ks, [R_MOD - 1] * n) == expected(table[0], ks, [R_MOD - 1] * n)
+
+
+def test_opposite_points_cancel(table):
+    rng = random.Random(SEED + 500)
+    k = rng.randrange(1, TABLE + 1)
+    p = point(table[1][k])
+    neg = (p[0], (-p[1]) % Q_MOD)
+    rows = fp_to_limbs([p[0], p[1], neg[0], neg[1]] * 500).reshape(-1, 2, FP_LIMBS)
+    for s in (1, 7, rng.randrange(R_MOD)):
+        assert point(cuda_msm.msm_g1(rows, fr_to_limbs([s] * 1000))) is None
+    sc = [1] * 1000
+    sc[0] = 2
+    assert point(cuda_msm.msm_g1(rows, fr_to_limbs(sc))) == p
+
+
+@pytest.mark.parametrize("log_n", [18, 20])
+def test_large_vs_oracle_and_halves(table, log_n):
+    """Large n: exact oracle, and the sum of the two halves' MSMs equals the whole."""
+    rng = np.random.default_rng(SEED % 2**32 + log_n)
+    n = 2**log_n
+    ks = rng.integers(0, TABLE + 1, size=n)
+    limbs = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    limbs[:, 3] %= np.uint64(R_MOD >> 192)
+    bits = rng.random(n) < 0.9
+    limbs[bits, 1:] = 0
+    limbs[bits, 0] = rng.integers(0, 2, size=int(bits.sum()), dtype=np.uint64)
+    sc = [int(v) for v in limbs_to_ints(limbs)]
+    _, rows = table
+    pts = cp.asarray(np.ascontiguousarray(rows[ks]))
+    d_sc = cp.asarray(limbs)
+    whole = point(cuda_msm.msm_g1(pts, d_sc))
+    assert whole == expected(table[0], ks, sc), f"n=2^{log_n} seed {SEED}"
+    h = n // 2 + 12345
+    lo = point(cuda_msm.msm_g1(cp.ascontiguousarray(pts[:h]), cp.ascontiguousarray(d_sc[:h])))
+    hi = point(cuda_msm.msm_g1(cp.ascontiguousarray(pts[h:]), cp.ascontiguousarray(d_sc[h:])))
+    assert g1_ref.affine_add(lo, hi) == whole
+    assert lo != whole and hi != whole  # negative: neither half alone
