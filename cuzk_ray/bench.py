@@ -24,10 +24,12 @@ class MemorySampler:
     embedded Ray node's raylet, object store and workers)."""
 
     def __init__(self, period: float = 0.25):
-        import psutil  # a dependency of ray[default]
-
+        try:
+            import psutil  # a dependency of ray[default]
+        except ImportError:  # a trimmed Ray install: report no memory figures rather than fail
+            psutil = None
         self.psutil, self.period = psutil, period
-        self.base_used = psutil.virtual_memory().used
+        self.base_used = psutil.virtual_memory().used if psutil else 0
         self.peak_used = 0
         self.peak_pss = 0
         self._stop = threading.Event()
@@ -50,12 +52,14 @@ class MemorySampler:
             self._stop.wait(self.period)
 
     def __enter__(self):
-        self._thread.start()
+        if self.psutil:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def summarize(batch, proofs: int, n_devices: int | None) -> dict:
@@ -84,19 +88,25 @@ STAGE_COLORS = {"synthesis": "#999999", "abc": "#8c564b", "h": "#1f77b4", "msm_a
                 "assemble": "#17becf"}
 
 
-def plot(batch, summary: dict, out_dir) -> list[str]:
+def partition_records(batch) -> list[dict]:
+    """Per-partition timings and spans (what results.json keeps, and what the plots are made of)."""
+    return [{"proof_id": r.proof_id, "partition": r.partition, "prover": r.prover_index,
+             "times": r.times, "spans": [list(x) for x in r.spans]} for r in batch.results]
+
+
+def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     """timeline.png (each partition's stages per worker on a time axis) and stages.png (medians)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t0 = min(s for r in batch.results for _, s, _ in r.spans)
-    workers = sorted({r.prover_index for r in batch.results})
+    t0 = min(s for r in records for _, s, _ in r["spans"])
+    workers = sorted({r["prover"] for r in records})
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(workers)))
-    for r in batch.results:
-        row = workers.index(r.prover_index)
-        for name, s, e in r.spans:
+    for r in records:
+        row = workers.index(r["prover"])
+        for name, s, e in r["spans"]:
             lane = 0.35 if name == "synthesis" else (-0.2 if name == "msm_b_g2" else 0.0)
             ax.barh(row + lane, e - s, left=s - t0, height=0.3, color=STAGE_COLORS.get(name, "#444444"))
     ax.set_yticks(range(len(workers)), [f"prover {w}" for w in workers])
@@ -118,3 +128,11 @@ def plot(batch, summary: dict, out_dir) -> list[str]:
     fig.savefig(paths[1], dpi=110)
     plt.close(fig)
     return paths
+
+
+if __name__ == "__main__":  # re-render the plots of a results.json (e.g. one made on a GPU machine)
+    import json
+    import sys
+
+    res = json.loads(open(sys.argv[1]).read())
+    print(plot(res["partition_records"], res, os.path.dirname(os.path.abspath(sys.argv[1]))))

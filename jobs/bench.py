@@ -29,7 +29,7 @@ def run(cfg: dict) -> int:
     import ray
 
     from cuzk_ray.backends import resolve_backend_name
-    from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, plot, summarize
+    from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, partition_records, plot, summarize
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.engine import LocalEngine, ProofFailed, ProvingEngine, init_ray, stage_table
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
@@ -70,12 +70,12 @@ def run(cfg: dict) -> int:
         "engine": cfg["engine"], "pw": engine.pw, "provers": len(engine.provers), "key_seconds": key_s,
         "peak_host_used_bytes": mem.peak_used, "peak_node_pss_bytes": mem.peak_pss,
         "all_verified": all(r.verified for r in batch.results), "cuzk_published": CUZK_PUBLISHED,
-        "config": cfg,
+        "config": cfg, "partition_records": partition_records(batch),
     })
     plots = []
     if cfg["plots"]:
         try:
-            plots = plot(batch, summary, str(out))
+            plots = plot(summary["partition_records"], summary, str(out))
         except ImportError:
             print("plots skipped: matplotlib is not installed (pip install -e '.[bench]')")
     write_json_atomic(out / "results.json", summary)
@@ -89,7 +89,7 @@ def run(cfg: dict) -> int:
         ("prover busy", f"{summary['prover_busy_fraction']:.0%}", ""),
         ("GPU busy", f"{summary['gpu_busy_fraction']:.0%}" if n_devices else "-", ""),
         ("peak host (node PSS)", f"{mem.peak_pss / gib:.2f} GiB", f"{CUZK_PUBLISHED['peak_rss_gib_pw12']} GiB RSS at pw=12"),
-        ("peak VRAM", f"{summary.get('vram_peak_bytes', 0) / gib:.2f} GiB" if n_devices else "-", ""),
+        ("peak VRAM (device)", f"{(summary.get('vram_peak_bytes') or 0) / gib:.2f} GiB" if n_devices else "-", ""),
         ("all proofs verified", str(summary["all_verified"]), ""),
     ]
     print(f"\n{'':<24}{'cuzk-ray':>24}   cuzk (published, {CUZK_PUBLISHED['hardware']})")
