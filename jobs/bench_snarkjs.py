@@ -43,6 +43,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import struct
@@ -79,11 +80,18 @@ def tools() -> tuple[str, str]:
     return str(nm / ".bin" / "snarkjs"), str(nm / ".bin" / "circom2")
 
 
+LAST_CPU_S = 0.0  # user + sys seconds of the last command run by sh() (it and its children)
+
+
 def sh(cmd: list[str], cwd=None, env=None) -> tuple[float, str]:
     """Run a command; return (wall seconds, stdout+stderr). Raises with the output on failure."""
+    global LAST_CPU_S
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU_S = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         raise RuntimeError(f"command failed (exit {p.returncode}): {' '.join(cmd)}\n{p.stdout[-4000:]}")
     return dt, p.stdout
@@ -252,7 +260,7 @@ class Bench:
         la0 = loadavg()
         dt, _ = sh([self.snarkjs, "groth16", "prove", str(self.d / "circuit.zkey"), str(self.d / "witness.wtns"),
                     str(proof), str(public)])
-        return {"tool": "snarkjs", "wall_s": round(dt, 3), "load_before": la0, "load_after": loadavg()}
+        return {"tool": "snarkjs", "wall_s": round(dt, 3), "cpu_s": round(LAST_CPU_S, 3), "load_before": la0, "load_after": loadavg()}
 
     def cuzk_prove(self, engine: str = "local", env_extra: dict | None = None) -> dict:
         self.n += 1
@@ -265,6 +273,7 @@ class Bench:
         env.update(env_extra or {})
         la0 = loadavg()
         dt, out = sh(cmd, env=env)
+        cpu = LAST_CPU_S
         la1 = loadavg()
         part = out_dir / "proofs" / "proof-000" / "partition-0"
         _, vout = sh([self.snarkjs, "groth16", "verify", str(out_dir / "verification_key.json"),
@@ -272,7 +281,7 @@ class Bench:
         if "OK" not in vout:
             raise RuntimeError(f"snarkjs groth16 verify rejected {part}:\n{vout}")
         shutil.rmtree(out_dir, ignore_errors=True)
-        return {"tool": f"cuzk-ray/{engine}", "wall_s": round(dt, 3), "load_before": la0, "load_after": la1,
+        return {"tool": f"cuzk-ray/{engine}", "wall_s": round(dt, 3), "cpu_s": round(cpu, 3), "load_before": la0, "load_after": la1,
                 "snarkjs_verify": "OK", **parse_cuzk(out)}
 
 
@@ -297,7 +306,7 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray:
                 res = f()
                 res["round"] = r
                 runs.append(res)
-                log(f"  2^{k} round {r} {res['tool']:15s} {res['wall_s']:7.2f} s   load {res['load_before']} -> "
+                log(f"  2^{k} round {r} {res['tool']:15s} {res['wall_s']:7.2f} s  (CPU {res['cpu_s']:6.2f} s)  load {res['load_before']} -> "
                     f"{res['load_after']}")
         if ray:
             extra["ray"] = b.cuzk_prove(engine="ray")
@@ -309,19 +318,22 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray:
     return {"k": k, "artefacts": meta, "runs": runs, "extra": extra,
             "snarkjs_median_s": statistics.median(sj), "cuzk_median_s": statistics.median(cz),
             "ratio": statistics.median(sj) / statistics.median(cz), "cuzk_stage_medians": stages,
+            "snarkjs_cpu_median_s": statistics.median(r["cpu_s"] for r in runs if r["tool"] == "snarkjs"),
+            "cuzk_cpu_median_s": statistics.median(r["cpu_s"] for r in cz_runs),
             "cuzk_key_s_median": statistics.median(r.get("key_s", 0.0) for r in cz_runs),
             "cuzk_in_run_median_s": statistics.median(r.get("in_run_s", 0.0) for r in cz_runs)}
 
 
 def report(results: list[dict]) -> str:
     lines = ["", "size   constraints  snarkjs s (median)  cuzk-ray s (median)  ratio snarkjs/cuzk-ray  "
-             "cuzk first run s (zkey convert)  cuzk engine=ray s"]
+             "cuzk first run s (zkey convert)  cuzk engine=ray s  CPU s snarkjs / cuzk-ray (medians)"]
     for r in results:
         first = r["extra"]["first_key_miss"]["wall_s"]
         ray = r["extra"].get("ray", {}).get("wall_s")
         lines.append(f"2^{r['k']:<4d} {r['artefacts']['r1cs']['constraints']:11d}  {r['snarkjs_median_s']:18.2f}  "
                      f"{r['cuzk_median_s']:19.2f}  {r['ratio']:22.2f}x  {first:31.2f}  "
-                     f"{'-' if ray is None else f'{ray:.2f}':>17s}")
+                     f"{'-' if ray is None else f'{ray:.2f}':>17s}  "
+                     f"{r['snarkjs_cpu_median_s']:.2f} / {r['cuzk_cpu_median_s']:.2f}")
     for r in results:
         lines.append("")
         lines.append(f"2^{r['k']}: cuzk-ray whole process {r['cuzk_median_s']:.2f} s (median), of which inside "
