@@ -31,10 +31,12 @@ commands (``subprocess`` start to exit):
 
 Every cuzk-ray proof is checked with ``snarkjs groth16 verify`` (not timed). Not in the timed
 rounds, and reported on their own rows: the first cuzk-ray run of a size, which converts the zkey
-(converted-key cache emptied first: a cache miss); a run with an empty numba cache
-(``NUMBA_CACHE_DIR`` pointed at a fresh folder: the kernels compile), and one ``engine=ray`` run
-(embedded Ray start-up included). Load averages (``os.getloadavg``) are recorded before and after
-every command. Results go to stdout and, as JSON, to ``--json``.
+(converted-key cache emptied first: a cache miss); with ``--cold-numba`` a run with an empty numba
+cache (``NUMBA_CACHE_DIR`` pointed at a fresh folder: the kernels compile), and one ``engine=ray``
+run (embedded Ray start-up included; unless ``--no-ray``). Load averages (``os.getloadavg``) are
+recorded before and after every command, and each command's CPU seconds (user + sys of it and the
+children it waited for; for engine=ray this misses the Ray workers). Results go to stdout and, as
+JSON, to ``--json``.
 """
 
 from __future__ import annotations
@@ -260,7 +262,8 @@ class Bench:
         la0 = loadavg()
         dt, _ = sh([self.snarkjs, "groth16", "prove", str(self.d / "circuit.zkey"), str(self.d / "witness.wtns"),
                     str(proof), str(public)])
-        return {"tool": "snarkjs", "wall_s": round(dt, 3), "cpu_s": round(LAST_CPU_S, 3), "load_before": la0, "load_after": loadavg()}
+        return {"tool": "snarkjs", "wall_s": round(dt, 3), "cpu_s": round(LAST_CPU_S, 3), "load_before": la0,
+                "load_after": loadavg()}
 
     def cuzk_prove(self, engine: str = "local", env_extra: dict | None = None) -> dict:
         self.n += 1
@@ -281,8 +284,8 @@ class Bench:
         if "OK" not in vout:
             raise RuntimeError(f"snarkjs groth16 verify rejected {part}:\n{vout}")
         shutil.rmtree(out_dir, ignore_errors=True)
-        return {"tool": f"cuzk-ray/{engine}", "wall_s": round(dt, 3), "cpu_s": round(cpu, 3), "load_before": la0, "load_after": la1,
-                "snarkjs_verify": "OK", **parse_cuzk(out)}
+        return {"tool": f"cuzk-ray/{engine}", "wall_s": round(dt, 3), "cpu_s": round(cpu, 3), "load_before": la0,
+                "load_after": la1, "snarkjs_verify": "OK", **parse_cuzk(out)}
 
 
 def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray: bool, cold_numba: bool) -> dict:
@@ -306,8 +309,8 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray:
                 res = f()
                 res["round"] = r
                 runs.append(res)
-                log(f"  2^{k} round {r} {res['tool']:15s} {res['wall_s']:7.2f} s  (CPU {res['cpu_s']:6.2f} s)  load {res['load_before']} -> "
-                    f"{res['load_after']}")
+                log(f"  2^{k} round {r} {res['tool']:15s} {res['wall_s']:7.2f} s  (CPU {res['cpu_s']:6.2f} s)  "
+                    f"load {res['load_before']} -> {res['load_after']}")
         if ray:
             extra["ray"] = b.cuzk_prove(engine="ray")
             log(f"  2^{k} cuzk-ray engine=ray: {extra['ray']['wall_s']:.2f} s")
@@ -341,7 +344,8 @@ def report(results: list[dict]) -> str:
                      f"per-stage medians (s):")
         lines.append("  " + "  ".join(f"{s} {v:.3f}" for s, v in r["cuzk_stage_medians"].items()))
         if "cold_numba" in r["extra"]:
-            lines.append(f"  empty numba cache (kernels compile): {r['extra']['cold_numba']['wall_s']:.2f} s whole process")
+            lines.append(f"  empty numba cache (kernels compile): {r['extra']['cold_numba']['wall_s']:.2f} s "
+                         f"whole process")
     return "\n".join(lines)
 
 
