@@ -15,7 +15,7 @@ For each size 2^k (default k=16) the artefacts are made once and cached under
   the constraint count is read back from the .r1cs header and checked.
 - a BLS12-381 powers of tau (``snarkjs powersoftau new bls12381 <p>``, one contribution,
   ``prepare phase2``) shared by all sizes under ``<cache-dir>/ptau/``: the smallest cached one
-  with power >= k is used, else one of power k is made;
+  with power >= k is used, else one of power k is made (``--ptau FILE`` uses a given one instead);
 - ``circuit.zkey`` (``groth16 setup`` + one ``zkey contribute``), ``verification_key.json``,
   ``witness.wtns`` (``snarkjs wtns calculate``), and one snarkjs proof checked with
   ``groth16 verify``.
@@ -167,7 +167,28 @@ def r1cs_header(path: Path) -> dict:
     raise ValueError(f"{path}: no header section")
 
 
-def ensure_ptau(cache: Path, k: int, snarkjs: str) -> tuple[Path, dict]:
+def ptau_power(path: Path) -> int:
+    """The power of a .ptau file (header section, type 1: n8, q, power, ceremony power)."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+        if head[:4] != b"ptau":
+            raise ValueError(f"{path}: not a powers of tau file")
+        for _ in range(struct.unpack_from("<I", head, 8)[0]):
+            stype, ssize = struct.unpack("<IQ", f.read(12))
+            if stype == 1:
+                n8 = struct.unpack("<I", f.read(4))[0]
+                f.seek(n8, 1)
+                return struct.unpack("<I", f.read(4))[0]
+            f.seek(ssize, 1)
+    raise ValueError(f"{path}: no header section")
+
+
+def ensure_ptau(cache: Path, k: int, snarkjs: str, given: Path | None = None) -> tuple[Path, dict]:
+    if given is not None:
+        power = ptau_power(given)
+        if power < k:
+            raise ValueError(f"{given}: power {power} < {k}")
+        return given, {"ptau": str(given), "ptau_power": power, "ptau_made": False}
     pdir = cache / "ptau"
     pdir.mkdir(parents=True, exist_ok=True)
     have = sorted((int(m.group(1)), p) for p in pdir.glob("bls12381_*.ptau")
@@ -189,7 +210,7 @@ def ensure_ptau(cache: Path, k: int, snarkjs: str) -> tuple[Path, dict]:
     return dest, {"ptau": str(dest), "ptau_power": k, "ptau_made": True, **{k_: round(v, 2) for k_, v in times.items()}}
 
 
-def ensure_artefacts(cache: Path, k: int, snarkjs: str, circom: str) -> dict:
+def ensure_artefacts(cache: Path, k: int, snarkjs: str, circom: str, ptau: Path | None = None) -> dict:
     d = cache / f"k{k}"
     meta_path = d / "artefacts.json"
     if meta_path.exists():
@@ -205,7 +226,7 @@ def ensure_artefacts(cache: Path, k: int, snarkjs: str, circom: str) -> dict:
     if hdr["constraints"] + public != (1 << k) - 1:
         raise RuntimeError(f"2^{k}: circom gave {hdr['constraints']} constraints + {public} public, "
                            f"want {(1 << k) - 1} in all")
-    ptau, pinfo = ensure_ptau(cache, k, snarkjs)
+    ptau, pinfo = ensure_ptau(cache, k, snarkjs, ptau)
     times["setup_s"], _ = sh([snarkjs, "groth16", "setup", "circuit.r1cs", str(ptau), "circuit_0.zkey"], cwd=d)
     times["zkey_contribute_s"], _ = sh([snarkjs, "zkey", "contribute", "circuit_0.zkey", "circuit.zkey",
                                         "--name=cuzk-ray bench", f"-e=cuzk-ray bench zkey {k}"], cwd=d)
@@ -288,8 +309,9 @@ class Bench:
                 "load_after": la1, "snarkjs_verify": "OK", **parse_cuzk(out)}
 
 
-def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray: bool, cold_numba: bool) -> dict:
-    meta = ensure_artefacts(cache, k, snarkjs, circom)
+def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray: bool, cold_numba: bool,
+               ptau: Path | None = None) -> dict:
+    meta = ensure_artefacts(cache, k, snarkjs, circom, ptau)
     with tempfile.TemporaryDirectory(prefix=f"bench-snarkjs-k{k}-") as tmp:
         b = Bench(cache, k, meta, snarkjs, Path(tmp))
         extra = {}
@@ -357,6 +379,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ray", action="store_true", help="skip the informational engine=ray run")
     ap.add_argument("--cold-numba", action="store_true",
                     help="also time one cuzk-ray run with an empty numba cache (kernel compilation)")
+    ap.add_argument("--ptau", default=None,
+                    help="a prepared BLS12-381 .ptau (power >= every k) to use instead of making one "
+                         "(a power-16 prepare phase2 takes about an hour on 2 cores)")
     ap.add_argument("--json", default=None, help="write all measurements to this JSON file")
     args = ap.parse_args(argv)
     ks = [int(x) for x in args.k.split(",") if x.strip()]
@@ -370,7 +395,8 @@ def main(argv=None) -> int:
     log(f"nproc {os.cpu_count()}; load average at start {loadavg()}; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
     results = []
     for k in ks:
-        results.append(bench_size(cache, k, args.rounds, snarkjs, circom, not args.no_ray, args.cold_numba))
+        results.append(bench_size(cache, k, args.rounds, snarkjs, circom, not args.no_ray, args.cold_numba,
+                                  Path(args.ptau).expanduser() if args.ptau else None))
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     log(report(results))

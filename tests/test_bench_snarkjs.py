@@ -63,3 +63,19 @@ def test_bench_snarkjs_k10_end_to_end(tmp_path):
     assert r["snarkjs_median_s"] > 0 and r["cuzk_median_s"] > 0
     assert {"h", "msm_b_g2", "verify"} <= set(r["cuzk_stage_medians"])
     assert "ratio snarkjs/cuzk-ray" in res.stdout
+
+
+def test_ptau_power_reads_the_header(tmp_path):
+    import struct
+
+    n8, q = 48, (1 << 380) + 7  # any field element size and prime: only the layout matters here
+    hdr = struct.pack("<I", n8) + q.to_bytes(n8, "little") + struct.pack("<II", 13, 0)
+    other = b"\x00" * 5
+    good = tmp_path / "x.ptau"
+    good.write_bytes(b"ptau" + struct.pack("<II", 1, 2) + struct.pack("<IQ", 2, len(other)) + other
+                     + struct.pack("<IQ", 1, len(hdr)) + hdr)
+    assert bench_snarkjs.ptau_power(good) == 13
+    bad = tmp_path / "y.ptau"
+    bad.write_bytes(b"zkey" + b"\x00" * 20)
+    with pytest.raises(ValueError, match="not a powers of tau file"):
+        bench_snarkjs.ptau_power(bad)
