@@ -7,7 +7,7 @@ import sys
 
 def user_errors() -> tuple[type, ...]:
     """Exception types that mean bad input or configuration, not a bug."""
-    from .engine import ProofFailed
+    from .pipeline import ProofFailed
     from .formats.native import KeyBundleError
     from .formats.snarkjs_json import JsonFormatError
     from .r1cs import UnsatisfiedConstraint

@@ -21,9 +21,11 @@ def _nonzero(scalars) -> tuple[np.ndarray, np.ndarray]:
     return idx, limbs[idx]
 
 
-def _msm(cls, bases: list, scalars):
-    if len(bases) != len(scalars):
-        raise ValueError(f"MSM: {len(bases)} bases but {len(scalars)} scalars")
+def _msm(cls, bases: list, scalars, start: int = 0):
+    if start or len(scalars) != len(bases):  # a slice of the bases, from start
+        if start < 0 or start + len(scalars) > len(bases):
+            raise ValueError(f"MSM: {len(scalars)} scalars from base {start} but {len(bases)} bases")
+        bases = bases[start : start + len(scalars)]
     idx, limbs = _nonzero(scalars)
     if len(idx) == 0:
         return cls.identity()
@@ -31,14 +33,15 @@ def _msm(cls, bases: list, scalars):
     return cls.multiexp_unchecked(pts, to_scalars(limbs))
 
 
-def msm_g1(bases: list[G1Point], scalars) -> G1Point:
-    """sum_i s_i * P_i in G1; zero scalars are dropped, infinity bases contribute nothing."""
-    return _msm(G1Point, bases, scalars)
+def msm_g1(bases: list[G1Point], scalars, start: int = 0) -> G1Point:
+    """sum_i s_i * P_(start+i) in G1; zero scalars are dropped, infinity bases contribute nothing.
+    With start = 0 the counts must match; otherwise the scalars cover a slice of the bases."""
+    return _msm(G1Point, bases, scalars, start)
 
 
-def msm_g2(bases: list[G2Point], scalars) -> G2Point:
-    """sum_i s_i * Q_i in G2."""
-    return _msm(G2Point, bases, scalars)
+def msm_g2(bases: list[G2Point], scalars, start: int = 0) -> G2Point:
+    """sum_i s_i * Q_(start+i) in G2."""
+    return _msm(G2Point, bases, scalars, start)
 
 
 def naive_msm(bases: list, scalars, identity):

@@ -22,7 +22,7 @@ class PartitionProver:
         self.pk, self.cs = pk, cs
         self.backend.load_key(pk)  # bases resident before the first partition arrives
         if hasattr(self.backend, "warm_up"):
-            self.backend.warm_up()  # compile/load kernels before the first partition, not during it
+            self.backend.warm_up(pk)  # compile/load kernels before the first partition, not during it
 
     def prove(self, part: Partition, r: int | None = None, s: int | None = None) -> dict:
         if r is None or s is None:

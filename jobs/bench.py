@@ -8,7 +8,6 @@ results.json, timeline.png and stages.png into output_dir; prints cuzk's publish
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,12 +25,10 @@ register()
 def run(cfg: dict) -> int:
     import platform
 
-    import ray
-
     from cuzk_ray.backends import resolve_backend_name
     from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, partition_records, plot, summarize
     from cuzk_ray.circuits import make_circuit
-    from cuzk_ray.engine import LocalEngine, ProofFailed, ProvingEngine, init_ray, stage_table
+    from cuzk_ray.pipeline import ProofFailed, open_engine, stage_table
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
     from cuzk_ray.keystore import ensure_dev_key
     from cuzk_ray.memory import parse_bytes
@@ -43,11 +40,10 @@ def run(cfg: dict) -> int:
     pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
     key_s = time.perf_counter() - t0
     print(f"key: {key_path} ({'created' if created else 'cached'}, {key_s:.1f} s)")
-    local = cfg["engine"] == "local"
-    started = False if local else init_ray(cfg["ray"])
+    engine_cls, close = open_engine(cfg["engine"], cfg["ray"])
     try:
         with MemorySampler(cfg["sample_s"]) as mem:
-            engine = (LocalEngine if local else ProvingEngine)(
+            engine = engine_cls(
                 pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
                 threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
                 gpu_workers_per_device=cfg["gpu_workers_per_device"], max_attempts=cfg["max_attempts"])
@@ -59,8 +55,7 @@ def run(cfg: dict) -> int:
         if resolve_backend_name(cfg["backend"]) == "cuda":
             n_devices = len({g for p in engine.prover_info for g in p.get("gpu_ids", [])}) or 1
     finally:
-        if started:
-            ray.shutdown()
+        close()
     if batch.failed:
         raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
     summary = summarize(batch, cfg["proofs"], n_devices)

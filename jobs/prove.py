@@ -25,17 +25,15 @@ log = logging.getLogger("cuzk_ray.prove")
 
 
 def run(cfg: dict) -> int:
-    import ray
-
     from cuzk_ray import outputs
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.backends import resolve_backend_name
-    from cuzk_ray.engine import (LocalEngine, ProofFailed, ProvingEngine, check_budget, init_ray, partition_host_bytes,
-                                 proof_index, stage_table)
+    from cuzk_ray.pipeline import (ProofFailed, open_engine, check_budget, partition_host_bytes, proof_index,
+                                   stage_table)
     from cuzk_ray.memory import parse_bytes
 
     t_start = time.perf_counter()
-    if cfg["engine"] not in ("ray", "local"):
+    if cfg["engine"] not in ("ray", "local"):  # checked again by open_engine; fail before any work
         raise ValueError(f"engine={cfg['engine']!r} is not one of ray, local")
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
@@ -47,10 +45,9 @@ def run(cfg: dict) -> int:
     check_budget(budget, partition_host_bytes(circuit, backend, pk.domain_size), circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
     out_dir = outputs.begin(cfg["output_dir"])
-    local = cfg["engine"] == "local"
-    started = False if local else init_ray(cfg["ray"])
+    engine_cls, close = open_engine(cfg["engine"], cfg["ray"])
     try:
-        engine = (LocalEngine if local else ProvingEngine)(
+        engine = engine_cls(
             pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
             threads=cfg["cpu_threads"], host_budget=budget, gpu_workers_per_device=cfg["gpu_workers_per_device"],
             max_attempts=cfg["max_attempts"])
@@ -63,8 +60,7 @@ def run(cfg: dict) -> int:
         batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
         engine.shutdown()
     finally:
-        if started:
-            ray.shutdown()
+        close()
     info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": key_info["key"],
             "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
             "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,

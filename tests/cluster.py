@@ -31,7 +31,7 @@ class LocalCluster:
         common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--block",
                   "--disable-usage-stats"]
         self.dashboard_port = free_port() if dashboard else None
-        dash = ([f"--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
+        dash = (["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}"]
                 if dashboard else ["--include-dashboard=false"])
         head = [ray_bin, "start", "--head", f"--port={self.port}", *dash,
                 f"--ray-client-server-port={free_port()}", *common]

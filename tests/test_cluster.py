@@ -1,7 +1,6 @@
 """`python jobs/prove.py` against a real two-node cluster started by the test (RAY_ADDRESS set)."""
 
 import json
-import os
 import subprocess
 import sys
 import time

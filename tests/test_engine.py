@@ -5,7 +5,6 @@ import os
 import signal
 import time
 
-import numpy as np
 import pytest
 import ray
 
@@ -149,7 +148,7 @@ def test_named_actors_and_tasks(ray_local, key):
 
 
 def test_local_engine_same_semantics_without_ray(key):
-    from cuzk_ray.engine import LocalEngine
+    from cuzk_ray.pipeline import LocalEngine
 
     pk, cs = key
     engine = LocalEngine(pk, cs, CIRCUIT, backend="cpu")

@@ -4,7 +4,6 @@ snarkjs and by our verifier; a tampered copy is rejected by both."""
 import json
 from pathlib import Path
 
-import pytest
 
 from conftest import snarkjs_verify
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from cuzk_ray import ntt, qap

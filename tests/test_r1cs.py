@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from cuzk_ray.field import R_MOD, int_vector

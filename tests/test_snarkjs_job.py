@@ -4,7 +4,6 @@ our verifier, snarkjs's own proofs checked by ours, and bad inputs rejected in o
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys

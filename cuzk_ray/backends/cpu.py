@@ -38,14 +38,19 @@ class CpuBackend:
     # finishes sooner than that, so a one-proof process of a small circuit keeps the reference.
     FAST_H_MIN_SIZE = 1 << 14
 
+    WARM_UP_MIN_SIZE = 1 << 12
+
     def __init__(self, threads: int = 2, fast_h_min_size: int | None = None):
         self.fast_h_min_size = self.FAST_H_MIN_SIZE if fast_h_min_size is None else fast_h_min_size
         # py-arkworks releases the GIL inside multiexp: MSMs in threads use several cores.
         self.pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="cuzk-msm")
         self._keys: dict[int, ResidentKey] = {}
 
-    def warm_up(self) -> None:
-        """For a long-lived prover: load the fast H kernels now and use them at every size."""
+    def warm_up(self, pk: ProvingKey | None = None) -> None:
+        """For a long-lived prover: load the fast H kernels now and use them at every size. Skipped
+        for small keys (domain < 2^12), where the reference H is cheaper than loading numba."""
+        if pk is not None and pk.domain_size < self.WARM_UP_MIN_SIZE:
+            return
         from ..ntt_fast import warm_up
 
         warm_up()
@@ -68,8 +73,9 @@ class CpuBackend:
     def msm_g1(self, key: ResidentKey, query: str, scalars):
         return msm_g1(key.queries[query], scalars)
 
-    def msm_g2(self, key: ResidentKey, query: str, scalars):
-        return msm_g2(key.queries[query], scalars)
+    def msm_g2(self, key: ResidentKey, query: str, scalars, start: int = 0):
+        """sum_i scalars[i] * query[start + i] in G2 (a slice of the bases: MSMs split in parts)."""
+        return msm_g2(key.queries[query], scalars, start)
 
     def submit(self, fn, *args):
         """Run fn(*args) on the backend's worker threads (for MSMs that overlap)."""
