@@ -8,6 +8,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Ray 2.60 turns token authentication on by default, and a process keeps the token state of its
+# first Ray session: a later connection to a test cluster started without auth then fails to
+# create actors ("Actor creation cancelled"). Every Ray in the tests binds to 127.0.0.1 and runs
+# without tokens, in this process and in the clusters and jobs it starts.
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
 
 @pytest.fixture
 def rng(request):
