@@ -103,6 +103,14 @@ def fr_vector(values) -> np.ndarray:
     return int_vector(values) % R_MOD
 
 
+def as_fr_limbs(values) -> np.ndarray:
+    """Standard-form ``uint64[n, 4]`` from limbs (returned as a contiguous view when possible)
+    or from ints / an int vector (reduced mod r and converted)."""
+    if isinstance(values, np.ndarray) and values.dtype == np.uint64:
+        return np.ascontiguousarray(values.reshape(-1, FR_LIMBS))
+    return fr_to_limbs(fr_vector(values))
+
+
 # ---------------------------------------------------------------------------------------------
 # Montgomery form
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..curve import g1_points
-from ..field import FR_LIMBS, fr_to_limbs, fr_vector
+from ..field import as_fr_limbs
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
 from ..msm import msm_g2
@@ -80,14 +80,14 @@ class CudaBackend:
     def compute_h(self, a, b, c):
         from . import cuda
 
-        a, b, c = (_limbs(x) for x in (a, b, c))
+        a, b, c = (as_fr_limbs(x) for x in (a, b, c))
         return self._timed_gpu(cuda.compute_h, a, b, c)
 
     def msm_g1(self, key: GpuKey, query: str, scalars):
         from .cuda_msm import msm_g1
 
         bases = key.device[query]
-        s = _limbs(scalars)
+        s = as_fr_limbs(scalars)
         if len(s) != len(bases):
             raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
         aff = self._timed_gpu(msm_g1, bases, s)
@@ -99,9 +99,3 @@ class CudaBackend:
 
     def submit(self, fn, *args):
         return self.pool.submit(fn, *args)
-
-
-def _limbs(x) -> np.ndarray:
-    if isinstance(x, np.ndarray) and x.dtype == np.uint64:
-        return np.ascontiguousarray(x.reshape(-1, FR_LIMBS))
-    return fr_to_limbs(fr_vector(x))

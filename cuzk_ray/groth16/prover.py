@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import secrets
 
-import numpy as np
 from py_arkworks_bls12381 import Scalar
 
 from .. import qap
 from ..curve import g1_array, g2_array
-from ..field import FR_LIMBS, R_MOD, fr_to_limbs, fr_vector
+from ..field import R_MOD, as_fr_limbs, fr_vector
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
 from .keys import Proof, ProvingKey
@@ -31,12 +30,6 @@ G2_SPLIT_MIN = 1 << 12  # below this the G2 MSM is short enough to run whole
 def random_blinding() -> tuple[int, int]:
     """Fresh r, s from the OS's CSPRNG."""
     return secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
-
-
-def _limbs(x) -> np.ndarray:
-    if isinstance(x, np.ndarray) and x.dtype == np.uint64:
-        return np.ascontiguousarray(x.reshape(-1, FR_LIMBS))
-    return fr_to_limbs(fr_vector(x))
 
 
 def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
@@ -59,7 +52,7 @@ def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, ti
 
 def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
     times = StageTimes() if times is None else times
-    w, h = _limbs(witness), _limbs(h)
+    w, h = as_fr_limbs(witness), as_fr_limbs(h)
     if len(w) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
     key = backend.load_key(pk)
