@@ -37,10 +37,10 @@ class HostBudget:
 
     def reserve(self, nbytes: int) -> None:
         with self._lock:
-            if not self.fits(nbytes):
+            if not self.fits(nbytes):  # the engine checks fits() first: this is a bug, not bad input
                 self.violations += 1
-                raise RuntimeError(f"host budget: reserving {nbytes} B would exceed {self.limit} B "
-                                   f"({self.reserved} B reserved)")
+                raise AssertionError(f"host budget: reserving {nbytes} B would exceed {self.limit} B "
+                                     f"({self.reserved} B reserved)")
             self.reserved += nbytes
             self.peak = max(self.peak, self.reserved)
 

@@ -21,8 +21,11 @@ def _nonzero(scalars) -> tuple[np.ndarray, np.ndarray]:
     return idx, limbs[idx]
 
 
-def _msm(cls, bases: list, scalars, start: int = 0):
-    if start or len(scalars) != len(bases):  # a slice of the bases, from start
+def _msm(cls, bases: list, scalars, start: int | None = None):
+    if start is None:  # the whole query: counts must match
+        if len(scalars) != len(bases):
+            raise ValueError(f"MSM: {len(bases)} bases but {len(scalars)} scalars")
+    else:  # an explicit slice of the bases, from start (an MSM split in parts)
         if start < 0 or start + len(scalars) > len(bases):
             raise ValueError(f"MSM: {len(scalars)} scalars from base {start} but {len(bases)} bases")
         bases = bases[start : start + len(scalars)]
@@ -33,13 +36,13 @@ def _msm(cls, bases: list, scalars, start: int = 0):
     return cls.multiexp_unchecked(pts, to_scalars(limbs))
 
 
-def msm_g1(bases: list[G1Point], scalars, start: int = 0) -> G1Point:
+def msm_g1(bases: list[G1Point], scalars, start: int | None = None) -> G1Point:
     """sum_i s_i * P_(start+i) in G1; zero scalars are dropped, infinity bases contribute nothing.
-    With start = 0 the counts must match; otherwise the scalars cover a slice of the bases."""
+    Without start the counts must match; with it the scalars cover bases[start:start+len]."""
     return _msm(G1Point, bases, scalars, start)
 
 
-def msm_g2(bases: list[G2Point], scalars, start: int = 0) -> G2Point:
+def msm_g2(bases: list[G2Point], scalars, start: int | None = None) -> G2Point:
     """sum_i s_i * Q_(start+i) in G2."""
     return _msm(G2Point, bases, scalars, start)
 

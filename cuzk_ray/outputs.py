@@ -7,9 +7,10 @@
                              "verification_key", "verified", "synthesis_node", "prover_node",
                              "seconds": {stage: s}}], ...}   paths relative to output_dir
 
-Every file is written under a temporary name and renamed. The manifest is written last; a run
-that fails removes any manifest it would otherwise leave behind, so a manifest always describes a
-complete, verified batch.
+Every file is written under a temporary name and renamed. The manifest is written last and only
+when every proof of the batch verified, so a manifest always describes a complete, verified batch.
+When some proofs failed, the ones that verified are still written, listed in
+``manifest.partial.json`` (``"complete": false`` and a ``failed`` map), and the job exits 2.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from .formats.snarkjs_json import proof_json, public_json, verification_key_json, write_json_atomic
 
 MANIFEST = "manifest.json"
+PARTIAL = "manifest.partial.json"
 
 
 def begin(output_dir) -> Path:
@@ -26,10 +28,11 @@ def begin(output_dir) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
+    (out / PARTIAL).unlink(missing_ok=True)
     return out
 
 
-def write_batch(output_dir, vk, results, info: dict | None = None, proof_info=None) -> Path:
+def write_batch(output_dir, vk, results, info: dict | None = None, proof_info=None, complete: bool = True) -> Path:
     """Write every partition's proof and public inputs, the verification key, then the manifest.
     ``proof_info(proof_index)`` adds fields to a proof's entries (e.g. its witness file)."""
     out = Path(output_dir)
@@ -50,7 +53,8 @@ def write_batch(output_dir, vk, results, info: dict | None = None, proof_info=No
             "seconds": {k: round(v, 6) for k, v in r.times.items()},
             **(proof_info(r.proof_index) if proof_info else {}),
         })
-    manifest = {"proofs": entries}
+    manifest = {"proofs": entries, "complete": complete}
     manifest.update(info or {})
-    write_json_atomic(out / MANIFEST, manifest)
-    return out / MANIFEST
+    path = out / (MANIFEST if complete else PARTIAL)
+    write_json_atomic(path, manifest)
+    return path

@@ -74,11 +74,16 @@ def proof_index(pid: str) -> int:
     return int(pid.rsplit("-", 1)[1])
 
 
-def partition_host_bytes(circuit, backend: str, domain_size: int | None = None) -> int:
-    """Host bytes one in-flight partition holds: its witness (the Arrow batch in the object store),
-    plus a, b, c (domain x 32 B each) while a CPU prover evaluates them."""
+INT_BYTES = 72  # a reduced Fr value as a Python int in an object array: 8 B pointer + ~60 B object
+
+
+def partition_host_bytes(circuit, domain_size: int | None = None) -> int:
+    """Estimated peak host bytes of one partition in flight: its witness as limbs (the Arrow batch
+    in the object store) and as ints, a, b, c as ints (evaluated on the host by every backend
+    today) and h as limbs. An estimate for admission control, not a measurement."""
     domain = domain_size or circuit.domain_size()
-    return circuit.witness_bytes() + (3 * domain * 32 if backend == "cpu" else 0)
+    wires = circuit.witness_bytes() // 32
+    return wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
 
 
 def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> None:
@@ -102,7 +107,7 @@ def _verified_result(vk, out: dict, work: _Work) -> PartitionResult | None:
 
 def stage_table(results: list[PartitionResult], wall_s: float) -> str:
     """Per-stage median and total seconds over the partitions, then the wall time."""
-    stages = ["synthesis", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_l", "msm_h", "assemble",
+    stages = ["synthesis", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h", "assemble",
               "gpu", "prove_total", "verify"]
     lines = [f"{'stage':<12}{'median s':>10}{'total s':>10}"]
     for st in stages:
@@ -128,7 +133,7 @@ class LocalEngine:
         self.provers = [self.worker]
         self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name}]
         self.pw = 1
-        self.part_bytes = partition_host_bytes(circuit, self.backend, pk.domain_size)
+        self.part_bytes = partition_host_bytes(circuit, pk.domain_size)
 
     def run(self, proofs: int, seed: int = 0, progress=None, synth_fn=None) -> BatchResult:
         t0 = time.perf_counter()
@@ -143,7 +148,7 @@ class LocalEngine:
                     witness = (synth_fn or synthesize)(self.circuit.synth_spec(seed, p, k))
                     synth_s = time.perf_counter() - t_s
                     out = self.worker.prove(Partition(work.proof_id, k, self.circuit.circuit_id, witness))
-                except (ValueError, OSError) as e:
+                except Exception as e:  # noqa: BLE001  as the Ray engine: this proof fails, others go on
                     failed[work.proof_id] = f"partition {k} failed: {type(e).__name__}: {e}"
                     break
                 out["times"]["synthesis"] = synth_s

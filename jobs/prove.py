@@ -35,14 +35,16 @@ def run(cfg: dict) -> int:
     t_start = time.perf_counter()
     if cfg["engine"] not in ("ray", "local"):  # checked again by open_engine; fail before any work
         raise ValueError(f"engine={cfg['engine']!r} is not one of ray, local")
+    if cfg["proofs"] < 1:
+        raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
-    backend = resolve_backend_name(cfg["backend"])
+    resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"])
     print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
-    check_budget(budget, partition_host_bytes(circuit, backend, pk.domain_size), circuit.circuit_id)
+    check_budget(budget, partition_host_bytes(circuit, pk.domain_size), circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
     out_dir = outputs.begin(cfg["output_dir"])
     engine_cls, close = open_engine(cfg["engine"], cfg["ray"])
@@ -57,19 +59,22 @@ def run(cfg: dict) -> int:
         def progress(res, done, total):
             print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
 
-        batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
-        engine.shutdown()
+        try:
+            batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
+        finally:
+            engine.shutdown()
     finally:
         close()
     info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": key_info["key"],
             "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
             "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,
             "failed": {circuit.proof_label(proof_index(pid)): why for pid, why in batch.failed.items()}}
-    manifest = (outputs.write_batch(out_dir, pk.vk, batch.results, info, circuit.proof_info)
+    complete = not batch.failed
+    manifest = (outputs.write_batch(out_dir, pk.vk, batch.results, info, circuit.proof_info, complete)
                 if batch.results else None)
     print(stage_table(batch.results, batch.wall_s))
     print(f"total {time.perf_counter() - t_start:.1f} s; {len(batch.results)} partitions verified; "
-          f"manifest: {manifest}")
+          f"{'manifest' if complete else 'partial manifest (some proofs failed)'}: {manifest}")
     if batch.failed:
         raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(info["failed"].items())))
     return 0

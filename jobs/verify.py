@@ -38,10 +38,15 @@ def main(argv=None) -> int:
                 ap.error("give either --manifest or VERIFICATION_KEY PUBLIC PROOF, not both")
             root = Path(args.manifest).parent
             try:
-                entries = json.loads(Path(args.manifest).read_text())["proofs"]
+                manifest = json.loads(Path(args.manifest).read_text())
+                triples = [(root / e["verification_key"], root / e["public"], root / e["proof"])
+                           for e in manifest["proofs"]]
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"{args.manifest}: not a cuzk-ray manifest ({type(e).__name__}: {e})") from None
-            triples = [(root / e["verification_key"], root / e["public"], root / e["proof"]) for e in entries]
+            if not triples:
+                raise ValueError(f"{args.manifest}: lists no proofs")
+            if manifest.get("failed"):
+                print(f"note: {args.manifest} records failed proofs: {sorted(manifest['failed'])}", file=sys.stderr)
         elif len(args.files) == 3:
             triples = [tuple(args.files)]
         else:
@@ -51,9 +56,12 @@ def main(argv=None) -> int:
             ok = check(vk, pub, proof)
             bad += not ok
             print(f"{'OK' if ok else 'INVALID'}  {proof}")
-        return 1 if bad else 0
+        return 1 if bad or (args.manifest and manifest.get("failed")) else 0
     except ValueError as e:  # JsonFormatError and friends: bad input, one line
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a directory or unreadable file given as an input
+        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
 
 

@@ -68,13 +68,15 @@ def test_msm_all_zero_and_bits(rng):
 
 
 def test_msm_length_mismatch_and_slices(rng):
-    with pytest.raises(ValueError, match="3 scalars from base 0 but 2 bases"):
+    with pytest.raises(ValueError, match="2 bases but 3 scalars"):
         msm_g1([G1Point(), G1Point()], [1, 2, 3])
+    with pytest.raises(ValueError, match="3 bases but 2 scalars"):  # no silent prefix of the bases
+        msm_g1([G1Point()] * 3, [1, 2])
     with pytest.raises(ValueError, match="2 scalars from base 1 but 2 bases"):
         msm_g2([G2Point(), G2Point()], [1, 2], start=1)
     pts = _rand_points(rng, G2Point, 9)
     sc = [rng.randrange(R_MOD) for _ in range(9)]
-    assert msm_g2(pts, sc[:4]) + msm_g2(pts, sc[4:], start=4) == naive_msm(pts, sc, G2Point.identity())
+    assert msm_g2(pts, sc[:4], start=0) + msm_g2(pts, sc[4:], start=4) == naive_msm(pts, sc, G2Point.identity())
 
 
 @pytest.mark.parametrize("cls", [G1Point, G2Point])

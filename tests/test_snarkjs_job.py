@@ -152,3 +152,24 @@ def test_unsatisfied_witness_is_named(tmp_path):
     last = res.stderr.strip().splitlines()[-1]
     assert str(bad) in last and "does not verify" in last, last
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_batch_with_one_bad_witness_writes_no_manifest(tmp_path):
+    """One good and one unsatisfying witness: the good proof is written and listed in
+    manifest.partial.json with the failure; no manifest.json (it means a complete batch); exit 2."""
+    def edit(data):
+        data[_sections(data)[2][1] + 32 * 8] ^= 1
+        return data
+
+    d = FIX / "linear"
+    bad = _copy(tmp_path, d / "witness_2.wtns", edit, name="bad.wtns")
+    out = tmp_path / "out"
+    res = job(*prove_args(d / "linear.zkey", [d / "witness_1.wtns", bad], out, tmp_path / "cache", "engine=local"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert str(bad) in res.stderr.strip().splitlines()[-1]
+    assert not (out / "manifest.json").exists()
+    partial = json.loads((out / "manifest.partial.json").read_text())
+    assert partial["complete"] is False and list(partial["failed"]) == [f"witness {bad}"]
+    assert [e["witness"] for e in partial["proofs"]] == [str(d / "witness_1.wtns")]
+    v = job("--manifest", out / "manifest.partial.json", script="verify.py")
+    assert v.returncode == 1 and "OK" in v.stdout and "records failed proofs" in v.stderr

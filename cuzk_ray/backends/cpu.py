@@ -73,7 +73,7 @@ class CpuBackend:
     def msm_g1(self, key: ResidentKey, query: str, scalars):
         return msm_g1(key.queries[query], scalars)
 
-    def msm_g2(self, key: ResidentKey, query: str, scalars, start: int = 0):
+    def msm_g2(self, key: ResidentKey, query: str, scalars, start: int | None = None):
         """sum_i scalars[i] * query[start + i] in G2 (a slice of the bases: MSMs split in parts)."""
         return msm_g2(key.queries[query], scalars, start)
 

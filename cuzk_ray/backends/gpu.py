@@ -93,7 +93,7 @@ class CudaBackend:
         aff = self._timed_gpu(msm_g1, bases, s)
         return g1_points(aff.reshape(1, 2, 6))[0]
 
-    def msm_g2(self, key: GpuKey, query: str, scalars, start: int = 0):
+    def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
         """On the CPU (py-arkworks), on a slice of the bases like CpuBackend.msm_g2."""
         return msm_g2(key.queries[query], scalars, start)
 

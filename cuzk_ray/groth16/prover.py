@@ -67,19 +67,21 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     # The G2 MSM is the longest (~3x a G1 MSM): start it first, in two halves so that two
     # threads share it instead of one thread finishing it alone after the G1 MSMs.
     half = len(w) // 2 if len(w) >= G2_SPLIT_MIN else len(w)
-    jobs = {
-        "msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[:half]),
-        "msm_b_g2_hi": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[half:], half),
+    jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[:half], 0)}
+    if half < len(w):
+        jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w[half:], half)
+    jobs.update({
         "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w),
         "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w),
         "msm_l": timed("msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
         "msm_h": timed("msm_h", backend.msm_g1, key, "h_query", h),
-    }
+    })
     res = {k: f.result() for k, f in jobs.items()}
     with times.stage("assemble"):
         rs, ss = Scalar(r % R_MOD), Scalar(s % R_MOD)
         pi_a = key.alpha_g1 + res["msm_a"] + key.delta_g1 * rs
-        pi_b = key.beta_g2 + res["msm_b_g2"] + res["msm_b_g2_hi"] + key.delta_g2 * ss
+        b_g2 = res["msm_b_g2"] + res["msm_b_g2_hi"] if "msm_b_g2_hi" in res else res["msm_b_g2"]
+        pi_b = key.beta_g2 + b_g2 + key.delta_g2 * ss
         b1 = key.beta_g1 + res["msm_b_g1"] + key.delta_g1 * ss
         pi_c = res["msm_l"] + res["msm_h"] + pi_a * ss + b1 * rs - key.delta_g1 * Scalar(r * s % R_MOD)
         return Proof(a=g1_array([pi_a]), b=g2_array([pi_b]), c=g1_array([pi_c]))
