@@ -83,7 +83,7 @@ def summarize(batch, proofs: int, n_devices: int | None) -> dict:
 
 
 STAGE_COLORS = {"synthesis": "#999999", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
-                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
+                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
                 "assemble": "#17becf"}
 
 
@@ -106,7 +106,7 @@ def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     for r in records:
         row = workers.index(r["prover"])
         for name, s, e in r["spans"]:
-            lane = 0.35 if name == "synthesis" else (-0.2 if name == "msm_b_g2" else 0.0)
+            lane = 0.35 if name == "synthesis" else (-0.2 if name.startswith("msm_b_g2") else 0.0)
             ax.barh(row + lane, e - s, left=s - t0, height=0.3, color=STAGE_COLORS.get(name, "#444444"))
     ax.set_yticks(range(len(workers)), [f"prover {w}" for w in workers])
     ax.set_xlabel("seconds")
