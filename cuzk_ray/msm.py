@@ -77,3 +77,33 @@ def fixed_base_mul(base, scalars) -> list:
                 acc = acc + table[w][d]
         out.append(acc)
     return out
+
+
+def _fixed_base_chunk(group: str, limbs: np.ndarray) -> bytes:
+    """Worker-process body of fixed_base_mul_array: xy bytes of s * generator for a chunk."""
+    base = G1Point() if group == "g1" else G2Point()
+    return b"".join(p.to_xy_bytes_le() for p in fixed_base_mul(base, limbs))
+
+
+def fixed_base_mul_array(group: str, scalars, workers: int | None = None, min_parallel: int = 1 << 14) -> np.ndarray:
+    """[s * generator] of G1 ("g1") or G2 ("g2") as a point array, on ``workers`` processes for
+    large inputs (py-arkworks holds the GIL in scalar arithmetic, so threads would not help)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .curve import g1_array, g2_array
+
+    limbs = scalars if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64 else fr_to_limbs(scalars)
+    to_array = g1_array if group == "g1" else g2_array
+    gen = G1Point() if group == "g1" else G2Point()
+    workers = workers or os.cpu_count() or 1
+    if workers < 2 or len(limbs) < min_parallel:
+        return to_array(fixed_base_mul(gen, limbs))
+    chunks = np.array_split(limbs, workers * 4)
+    # spawn, not fork: the caller may have threads (a Ray driver does), and fork copies only one.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        raw = b"".join(ex.map(_fixed_base_chunk, [group] * len(chunks), chunks))
+    width = 96 if group == "g1" else 192
+    cls = G1Point if group == "g1" else G2Point
+    return to_array([cls.from_xy_bytes_unchecked_le(raw[i : i + width]) for i in range(0, len(raw), width)])

@@ -90,3 +90,14 @@ def test_scalars_from_limbs_and_ints(rng):
     vals = [0, 1, R_MOD - 1, rng.randrange(R_MOD)]
     assert [int(s) for s in to_scalars(vals)] == vals
     assert [int(s) for s in to_scalars(fr_to_limbs(vals))] == vals
+
+
+@pytest.mark.parametrize("group,cls,to_arr", [("g1", G1Point, g1_array), ("g2", G2Point, g2_array)])
+def test_fixed_base_mul_array_on_processes_equals_serial(rng, group, cls, to_arr):
+    from cuzk_ray.msm import fixed_base_mul_array
+
+    sc = [0, 1, R_MOD - 1] + [rng.randrange(R_MOD) for _ in range(37)]
+    serial = fixed_base_mul_array(group, sc, workers=1)
+    parallel = fixed_base_mul_array(group, sc, workers=2, min_parallel=1)
+    assert np.array_equal(serial, parallel)
+    assert np.array_equal(serial, to_arr([cls() * Scalar(s) for s in sc]))

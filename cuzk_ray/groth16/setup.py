@@ -13,11 +13,9 @@ import random
 import time
 
 import numpy as np
-from py_arkworks_bls12381 import G1Point, G2Point
 
-from ..curve import g1_array, g2_array
 from ..field import R_MOD
-from ..msm import fixed_base_mul
+from ..msm import fixed_base_mul_array
 from ..qap import domain_size, h_query_scalars, lagrange_at
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .keys import ProvingKey, VerifyingKey
@@ -60,14 +58,13 @@ def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None) -> Prov
     n = domain_size(cs.n_constraints, p)
     h_scalars = (h_query_scalars(tau, n) * delta_inv) % R_MOD
 
-    g1, g2 = G1Point(), G2Point()
     g1_scalars = np.concatenate([u, v, (lc[: p + 1] * gamma_inv) % R_MOD, (lc[p + 1 :] * delta_inv) % R_MOD,
                                  h_scalars, np.array([alpha, beta, delta], dtype=object)])
-    pts = g1_array(fixed_base_mul(g1, g1_scalars))
+    pts = fixed_base_mul_array("g1", g1_scalars)  # on every core for large keys
     m_w = cs.n_wires
     cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
     a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
-    g2_pts = g2_array(fixed_base_mul(g2, np.concatenate([v, np.array([beta, gamma, delta], dtype=object)])))
+    g2_pts = fixed_base_mul_array("g2", np.concatenate([v, np.array([beta, gamma, delta], dtype=object)]))
     b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
     vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
                       delta_g2=g2_singles[2:3], ic=ic)
