@@ -13,13 +13,9 @@ import random
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    _NGPU = cp.cuda.runtime.getDeviceCount()
-except Exception:  # no driver
-    _NGPU = 0
-if _NGPU == 0:
-    pytest.skip("no CUDA GPU visible to CuPy", allow_module_level=True)
+from gpu import require_gpu
+
+cp = require_gpu()
 
 from cuzk_ray import ntt as ref  # noqa: E402
 from cuzk_ray import qap  # noqa: E402

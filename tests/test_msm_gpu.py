@@ -16,13 +16,9 @@ import random
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    _NGPU = cp.cuda.runtime.getDeviceCount()
-except Exception:  # no driver
-    _NGPU = 0
-if _NGPU == 0:
-    pytest.skip("no CUDA GPU visible to CuPy", allow_module_level=True)
+from gpu import require_gpu
+
+cp = require_gpu()
 
 from cuzk_ray.backends import cuda_msm, g1_ref  # noqa: E402
 from cuzk_ray.field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints  # noqa: E402
