@@ -35,11 +35,12 @@ class KeyBundleError(ValueError):
     """A key bundle is missing, incomplete or corrupt; the message names the file."""
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path, chunk: int = 1 << 24) -> str:
+    """Hex SHA-256 of a file, read in chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 24), b""):
-            h.update(chunk)
+        while block := f.read(chunk):
+            h.update(block)
     return h.hexdigest()
 
 
@@ -61,7 +62,7 @@ def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwr
         for name, arr in arrays.items():
             f = tmp / f"{name}.npy"
             np.save(f, np.ascontiguousarray(arr))
-            entries[name] = {"file": f.name, "dtype": str(arr.dtype), "shape": list(arr.shape), "sha256": _sha256(f)}
+            entries[name] = {"file": f.name, "dtype": str(arr.dtype), "shape": list(arr.shape), "sha256": file_sha256(f)}
         manifest = {
             "format": FORMAT, "version": VERSION, "form": "standard",
             "n_wires": pk.n_wires, "n_public": pk.n_public, "domain_size": pk.domain_size,
@@ -109,7 +110,7 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
         f = path / e["file"]
         if not f.is_file():
             raise KeyBundleError(f"{f}: missing from the key bundle")
-        if verify_hashes and _sha256(f) != e["sha256"]:
+        if verify_hashes and file_sha256(f) != e["sha256"]:
             raise KeyBundleError(f"{f}: SHA-256 does not match the manifest (corrupt or modified)")
         try:
             arr = np.load(f, mmap_mode="r" if mmap else None)

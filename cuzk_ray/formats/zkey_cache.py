@@ -8,7 +8,6 @@ directory and renamed into place, so a crash or a concurrent writer never leaves
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -18,20 +17,13 @@ import numpy as np
 
 from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
+from .native import file_sha256
 from .snarkjs import read_zkey
 
 CACHE_VERSION = 1
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
-
-
-def file_sha256(path, chunk: int = 1 << 24) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:

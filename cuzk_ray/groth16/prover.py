@@ -38,7 +38,8 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
     with times.stage("abc"):
         w = fr_vector(witness)
         a, b, c = qap.evaluations(cs, w)
-    return prove_from_abc(pk, a, b, c, w, r, s, backend, times)
+    # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
+    return prove_from_abc(pk, a, b, c, witness, r, s, backend, times)
 
 
 def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
