@@ -68,12 +68,17 @@ extern "C" __global__ void lagrange_at_tau(u32* out, u64 n, const u32* hi, const
 }
 
 // out = x * k0 + y * k1 + z on n standard-form elements; k0, k1 Montgomery (consts[0], consts[1]).
-// With y = z = nullptr: out = x * k0. 2 mul + 2 add.
-extern "C" __global__ void fr_lincomb(u32* out, const u32* x, const u32* y, const u32* z, const u32* consts, u64 n) {
+// 2 mul + 2 add.
+extern "C" __global__ void fr_lincomb3(u32* out, const u32* x, const u32* y, const u32* z, const u32* consts, u64 n) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    F acc = load<fr_params>(x, i) * load<fr_params>(consts, 0);
-    if (y != nullptr) acc = acc + load<fr_params>(y, i) * load<fr_params>(consts, 1);
-    if (z != nullptr) acc = acc + load<fr_params>(z, i);
-    store(out, i, acc);
+    store(out, i, load<fr_params>(x, i) * load<fr_params>(consts, 0) + load<fr_params>(y, i) * load<fr_params>(consts, 1) +
+                      load<fr_params>(z, i));
+}
+
+// out = x * k on n standard-form elements; k Montgomery (consts[0]). 1 mul.
+extern "C" __global__ void fr_scale(u32* out, const u32* x, const u32* consts, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(out, i, load<fr_params>(x, i) * load<fr_params>(consts, 0));
 }
