@@ -36,8 +36,8 @@ def kernel_model(indptr, entries, table, x, rows, n, copy_rows=0, fast=True):
 def random_matrix(rng, n_rows, n_cols, nnz, kinds=("0", "1", "-1", "small", "big")):
     rows = [rng.randrange(n_rows) for _ in range(nnz)] if n_rows else []
     cols = [rng.randrange(n_cols) for _ in range(nnz)] if n_rows else []
-    pick = {"0": lambda: 0, "1": lambda: 1, "-1": lambda: R_MOD - 1, "small": lambda: rng.choice([2, 4, 2**31 - 1, -5, -(2**31)]),
-            "big": lambda: rng.randrange(R_MOD), "edge": lambda: rng.choice([2**31, -(2**31) - 1, 2**32, R_MOD - 2**32])}
+    pick = {"0": lambda: 0, "1": lambda: 1, "-1": lambda: R_MOD - 1, "small": lambda: rng.choice([2, 4, 2**31, -5, -(2**31), 2**32 - 1]),
+            "big": lambda: rng.randrange(R_MOD), "edge": lambda: rng.choice([2**32, -(2**32), 2**32 + 1, R_MOD - 2**33])}
     vals = [pick[rng.choice(kinds)]() % R_MOD for _ in rows]
     return CsrMatrix.from_coo(rows, cols, vals, n_rows, n_cols)
 
@@ -68,13 +68,15 @@ def test_layout_model_equals_matvec(n_rows, n_cols, nnz, fast):
 
 
 def test_codes_share_small_coefficients():
-    vals = [1, R_MOD - 1, 2, 2, 2**31 - 1, R_MOD - 2**31, R_MOD - 3, 2**31, 7 + 2**200, 7 + 2**200, 0]
+    vals = [1, R_MOD - 1, 2, 2, 2**31 - 1, R_MOD - 2**31, R_MOD - 3, 2**31, 7 + 2**200, 7 + 2**200, 0,
+            2**32, R_MOD - 2**32, 2**32 - 1, R_MOD - 2**32 + 1]
     codes, table = coefficient_codes(fr_to_limbs(vals))
     assert codes[0] == CODE_ONE and codes[1] == CODE_MINUS_ONE and codes[2] == codes[3]
     assert codes[8] != codes[9]  # large values are not deduplicated (one row each)
     assert limbs_to_ints(table[codes]).tolist() == vals
-    # [1, -1] + distinct small {-2^31, -3, -1, 0, 1, 2, 2^31-1} + one row each for {2^31, big, big}
-    assert SMALL == 2**31 and len(table) == 2 + 7 + 3
+    # [1, -1] + distinct small {-(2^32-1), -2^31, -3, -1, 0, 1, 2, 2^31-1, 2^31, 2^32-1}
+    # + one row each for {big, big, 2^32, -2^32}
+    assert SMALL == 2**32 and len(table) == 2 + 10 + 4
 
 
 @pytest.mark.parametrize("n_rows,n_cols,nnz", CASES)

@@ -5,7 +5,7 @@ A ``CsrMatrix`` is uploaded once into the kernel's layout (``DeviceCsr``):
   entries  uint32[nnz, 2]   (column, coefficient code)
   table    uint64[k, 4]     coefficient of code t, Montgomery form
 Codes 0 and 1 are +1 and -1 (the kernel adds or subtracts without a multiplication); other
-coefficients in (-2^31, 2^31) (2, 2^k, ...) share one table row per distinct value; the rest get
+coefficients in (-2^32, 2^32) (2, 2^k, ...) share one table row per distinct value; the rest get
 a row each. PoRep-like circuits thus need 8 bytes per non-zero instead of 40.
 
 ``evaluate_abc(dcs, w)`` writes a, b, c straight into the ``uint64[3, n, 4]`` buffer that
@@ -28,7 +28,7 @@ from ..r1cs import ConstraintSystem, CsrMatrix
 MODULE = "spmv.cu"
 THREADS = 256
 CODE_ONE, CODE_MINUS_ONE = 0, 1
-SMALL = 1 << 31  # coefficients of magnitude below this are deduplicated
+SMALL = 1 << 32  # coefficients of magnitude below this are deduplicated (PoRep packs with 2^0..2^31)
 _R = [np.uint64((R_MOD >> (64 * i)) & (2**64 - 1)) for i in range(FR_LIMBS)]
 FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for measurements)
 
