@@ -47,7 +47,8 @@ def coefficient_codes(data, xp=np):
     neg = ((data[:, 1] == _R[1]) & (data[:, 2] == _R[2]) & (data[:, 3] == _R[3])
            & (d0 < _R[0]) & (d0 >= _R[0] - np.uint64(SMALL)))
     small = pos | neg
-    mag = xp.where(pos, d0, _R[0] - d0).astype(xp.int64)  # garbage where not small (masked below)
+    # (array-on-the-left and array-array operations only: the same code runs on numpy and cupy)
+    mag = xp.where(pos, d0, xp.asarray(_R[0]) - d0).astype(xp.int64)  # garbage where not small (masked below)
     signed = xp.where(pos, mag, -mag)
     i_small = xp.flatnonzero(small)
     i_gen = xp.flatnonzero(~small)
@@ -58,16 +59,18 @@ def coefficient_codes(data, xp=np):
     else:  # no small coefficient (or an empty matrix)
         uniq, inv = sv, xp.zeros(0, dtype=xp.int64)
     codes = xp.empty(nnz, dtype=xp.uint32)
-    codes[i_small] = xp.where(sv == 1, CODE_ONE, xp.where(sv == -1, CODE_MINUS_ONE, inv + 2)).astype(xp.uint32)
+    small_codes = (inv + 2).astype(xp.uint32)
+    small_codes[sv == 1] = CODE_ONE
+    small_codes[sv == -1] = CODE_MINUS_ONE
+    codes[i_small] = small_codes
     base = 2 + int(uniq.shape[0])
-    codes[i_gen] = (base + xp.arange(int(i_gen.shape[0]), dtype=xp.int64)).astype(xp.uint32)
-    small_rows = xp.zeros((int(uniq.shape[0]), FR_LIMBS), dtype=xp.uint64)
-    nonneg = uniq >= 0
-    small_rows[:, 0] = xp.where(nonneg, uniq, 0).astype(xp.uint64)
-    negmag = xp.where(nonneg, 0, -uniq).astype(xp.uint64)
+    codes[i_gen] = (xp.arange(int(i_gen.shape[0]), dtype=xp.int64) + base).astype(xp.uint32)
+    # small value s as limbs: s >= 0 -> [s, 0, 0, 0]; s < 0 -> r + s = [r0 + s, r1, r2, r3] (|s| < r0)
+    negative = (uniq < 0).astype(xp.uint64)
+    small_rows = xp.empty((int(uniq.shape[0]), FR_LIMBS), dtype=xp.uint64)
+    small_rows[:, 0] = uniq.astype(xp.uint64) + negative * _R[0]  # wraps mod 2^64 to r0 + s
     for limb in range(1, FR_LIMBS):
-        small_rows[:, limb] = xp.where(nonneg, np.uint64(0), _R[limb])
-    small_rows[:, 0] = xp.where(nonneg, small_rows[:, 0], _R[0] - negmag)
+        small_rows[:, limb] = negative * _R[limb]
     pm1 = xp.asarray(np.array([[1, 0, 0, 0], [int(_R[0]) - 1, _R[1], _R[2], _R[3]]], dtype=np.uint64))
     table = xp.concatenate([pm1, small_rows, data[i_gen]])
     return codes, xp.ascontiguousarray(table)
