@@ -102,3 +102,13 @@ def test_dev_setup_cuda_without_gpu_says_so():
 
 def test_fr_to_limbs_round_trip_for_setup_constants():
     assert list(limbs_to_ints(fr_to_limbs([R_MOD - 1, 0, 1]))) == [R_MOD - 1, 0, 1]
+
+
+def test_host_bytes_estimate_cuda_holds_only_the_witness():
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.pipeline import partition_host_bytes
+
+    c = PorepCircuit(constraints=1 << 16)
+    cpu, cuda = partition_host_bytes(c, 1 << 16), partition_host_bytes(c, 1 << 16, "cuda")
+    assert cuda == c.witness_bytes()
+    assert cpu > 4 * cuda  # a, b, c as ints and the witness as ints as well on the CPU path
