@@ -51,6 +51,7 @@ class ProveConf:
     max_attempts: int = 3
     seed: int = 0
     setup_seed: int = 0
+    setup_backend: str = "auto"  # where the development setup runs: auto (cuda when usable), cpu, cuda
     cache_dir: str = "~/.cache/cuzk-ray"
     circuit: CircuitConf = field(default_factory=CircuitConf)
     ray: RayConf = field(default_factory=RayConf)

@@ -14,8 +14,10 @@ log = logging.getLogger(__name__)
 
 
 
-def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0):
-    """(pk, cs, path, created): load the cached bundle or run the dev setup and cache it."""
+def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
+    """(pk, cs, path, created): load the cached bundle or run the dev setup (on the GPU when
+    setup_backend resolves to cuda) and cache it on disk (a 2^24-constraint key and its matrices
+    are ~13 GB: the bundle is memory-mapped back, so the host keeps only what it touches)."""
     path = Path(cache_dir).expanduser() / "keys" / f"{circuit.circuit_id}-setup{setup_seed}"
     if (path / "manifest.json").is_file():
         pk, cs = load_bundle(path)
@@ -23,7 +25,7 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0):
             return pk, cs, path, False
     t0 = time.perf_counter()
     cs = circuit.build()
-    pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id})
+    pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id}, backend=setup_backend)
     save_bundle(path, pk, cs)
     log.info("dev key for %s written to %s in %.1f s", circuit.circuit_id, path, time.perf_counter() - t0)
     pk, cs = load_bundle(path, verify_hashes=False)

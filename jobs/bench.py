@@ -37,7 +37,7 @@ def run(cfg: dict) -> int:
     out = Path(cfg["output_dir"])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"])
+    pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     key_s = time.perf_counter() - t0
     print(f"key: {key_path} ({'created' if created else 'cached'}, {key_s:.1f} s)")
     engine_cls, close = open_engine(cfg["engine"], cfg["ray"])

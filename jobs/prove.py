@@ -42,7 +42,7 @@ def run(cfg: dict) -> int:
     backend = resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
-    pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"])
+    pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
     check_budget(budget, partition_host_bytes(circuit, pk.domain_size, backend), circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]

@@ -40,11 +40,11 @@ class PorepCircuit:
     def build(self):
         return porep.build_circuit(self.constraints, self.public, self.field_share, self.circuit_seed)
 
-    def load_key(self, cache_dir, setup_seed: int = 0):
+    def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """The cached development key (made by the INSECURE dev setup on first use)."""
         from ..keystore import ensure_dev_key
 
-        pk, cs, path, created = ensure_dev_key(self, cache_dir, setup_seed)
+        pk, cs, path, created = ensure_dev_key(self, cache_dir, setup_seed, setup_backend)
         return pk, cs, {"key": str(path), "note": "created by the INSECURE dev setup" if created else "cached"}
 
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
@@ -93,7 +93,7 @@ class SnarkjsCircuit:
         return cls(os.path.abspath(c["zkey"]), tuple(os.path.abspath(w) for w in witness),
                    os.path.abspath(c["r1cs"]) if c.get("r1cs") else None)
 
-    def load_key(self, cache_dir, setup_seed: int = 0):
+    def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """(pk, cs, info) from the zkey (converted once, cached by SHA-256), cross-checked against the
         .r1cs when given, and every witness file checked against the key's wire count."""
         from ..formats.snarkjs import check_zkey_against_r1cs, read_r1cs, read_wtns
