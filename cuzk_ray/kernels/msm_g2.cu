@@ -1,0 +1,6 @@
+// G2 multi-scalar multiplication (Fp2 coordinates): the kernels of ec/msm_impl.cuh with the
+// prefix g2_ (g2_msm_digits, g2_msm_seg_points, ...). A module of its own so that the G1 module
+// does not compile the larger Fp2 code. Host side: cuzk_ray/backends/cuda_msm.py (group "g2").
+#include "ec/msm_impl.cuh"
+
+DEFINE_MSM_KERNELS(fp2_t, g2_)
