@@ -45,6 +45,7 @@ class ProveConf:
     proofs: int = 1
     pw: int = 2
     gpu_workers_per_device: int = 1
+    gpu_concurrency: int = 2  # partitions one GPU prover actor works on at once (threads)
     provers: Optional[int] = None
     cpu_threads: int = 2
     max_attempts: int = 3

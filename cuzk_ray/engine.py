@@ -73,7 +73,7 @@ class ProvingEngine:
     def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", pw: int = 2,
                  provers: int | None = None, threads: int = 2, host_budget: int | None = None,
                  gpu_workers_per_device: int = 1, max_attempts: int = 3, max_restarts: int = 3,
-                 placement: str = "auto"):
+                 placement: str = "auto", gpu_concurrency: int = 2):
         self.circuit, self.pk = circuit, pk
         self.backend = resolve_backend_name(backend)
         # Where prover actors go: "gpu" = one per GPU (x gpu_workers_per_device), "cpu" = one per node.
@@ -90,6 +90,7 @@ class ProvingEngine:
         self.metrics = engine_metrics()
         pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
         self._key_refs = (pk_ref, cs_ref)  # held for the engine's life: a restarted actor needs them
+        self.gpu_concurrency = max(1, int(gpu_concurrency))
         self.provers, self.prover_info = self._start_provers(pk_ref, cs_ref, provers, threads,
                                                              gpu_workers_per_device, max_restarts)
         self.load = [0] * len(self.provers)
@@ -111,7 +112,10 @@ class ProvingEngine:
                                    f"or add GPU nodes")
             gpw = max(1, int(gpw))
             cls, count = GpuProver, count or n_gpus * gpw
-            placements = [dict(opts, num_gpus=1.0 / gpw, num_cpus=0) for _ in range(count)]
+            # max_concurrency: partitions on threads of one actor, so one's upload, host work and
+            # assembly overlap another's kernels (the backend runs one partition's kernels at a time).
+            placements = [dict(opts, num_gpus=1.0 / gpw, num_cpus=0, max_concurrency=self.gpu_concurrency)
+                          for _ in range(count)]
         else:
             cls = CpuProver
             nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]

@@ -107,7 +107,7 @@ def _verified_result(vk, out: dict, work: _Work) -> PartitionResult | None:
 
 def stage_table(results: list[PartitionResult], wall_s: float) -> str:
     """Per-stage median and total seconds over the partitions, then the wall time."""
-    stages = ["synthesis", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h", "assemble",
+    stages = ["synthesis", "upload", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h", "assemble",
               "gpu", "prove_total", "verify"]
     lines = [f"{'stage':<12}{'median s':>10}{'total s':>10}"]
     for st in stages:

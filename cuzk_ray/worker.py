@@ -5,6 +5,8 @@ witness and returns the proof, its public inputs and the per-stage seconds."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 
 from .backends import make_backend
@@ -28,10 +30,15 @@ class PartitionProver:
         if r is None or s is None:
             r, s = random_blinding()
         times = StageTimes()
-        gpu0 = getattr(self.backend, "gpu_seconds", None)
-        proof = prove(self.pk, self.cs, part.witness, r, s, self.backend, times)
-        if gpu0 is not None:
-            times["gpu"] = self.backend.gpu_seconds - gpu0  # kernel time (device synchronized)
+        account = getattr(self.backend, "gpu_account", None)
+        with account() if account else nullcontext() as gpu:
+            witness = part.witness
+            if hasattr(self.backend, "stage"):  # upload once; every device stage reads it there
+                with times.stage("upload"):
+                    witness = self.backend.stage(witness)
+            proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
+        if gpu is not None:
+            times["gpu"] = gpu[0]  # this partition's kernel time (device synchronized)
         public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public]))
         out = {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
                "public": [int(x) for x in public], "times": dict(times), "spans": list(times.spans)}

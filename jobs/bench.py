@@ -46,7 +46,8 @@ def run(cfg: dict) -> int:
             engine = engine_cls(
                 pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
                 threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
-                gpu_workers_per_device=cfg["gpu_workers_per_device"], max_attempts=cfg["max_attempts"])
+                gpu_workers_per_device=cfg["gpu_workers_per_device"],
+                gpu_concurrency=cfg["gpu_concurrency"], max_attempts=cfg["max_attempts"])
             if cfg["warmup"]:
                 engine.run(cfg["warmup"], seed=cfg["seed"] + 10_000)
             batch = engine.run(cfg["proofs"], seed=cfg["seed"])

@@ -1,16 +1,17 @@
-"""Every .cu under cuzk_ray/kernels compiles with nvcc for sm_90 (CI has nvcc but no GPU),
-and the constants baked into ff/bls12_381.cuh agree with cuzk_ray.field."""
+"""Every .cu under cuzk_ray/kernels compiles with nvcc for sm_90 (CI has nvcc but no GPU), through
+the precompiled-cubin builder the GPU runs use (cuzk_ray.kernels.build); the cubin key changes with
+any kernel source; and the constants baked into ff/bls12_381.cuh agree with cuzk_ray.field."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from cuzk_ray import field
+from cuzk_ray.kernels import build, loader
 
 KERNELS = Path(__file__).resolve().parents[1] / "cuzk_ray" / "kernels"
 SOURCES = sorted(KERNELS.rglob("*.cu"))
@@ -25,9 +26,30 @@ def test_compiles_for_sm90(src, tmp_path):
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("nvcc not on PATH")
-    cmd = [nvcc, "-std=c++17", "-arch=sm_90", f"-I{KERNELS}", "-c", str(src), "-o", str(tmp_path / "k.o")]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout}\n{res.stderr}"
+    name, _secs, err = build.build_one(src.name, "sm_90", tmp_path, nvcc)
+    assert err == "", f"nvcc failed on {name}:\n{err}"
+    cubins = list(tmp_path.glob("*.cubin"))
+    assert [p.name for p in cubins] == [loader.cubin_path(src.name, "sm_90").name]
+    assert cubins[0].read_bytes()[:4] == b"\x7fELF"  # a cubin is an ELF image
+    assert list(tmp_path.glob("*.tmp*")) == []
+
+
+def test_cubin_key_follows_every_source(tmp_path, monkeypatch):
+    shutil.copytree(KERNELS, tmp_path / "k", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    monkeypatch.setattr(loader, "KERNEL_DIR", tmp_path / "k")
+    before = loader.module_hash("ntt.cu", "sm_90")
+    assert loader.module_hash("ntt.cu", "sm_90") == before  # deterministic
+    assert loader.module_hash("ntt.cu", "sm_80") != before
+    assert loader.module_hash("msm.cu", "sm_90") != before
+    header = tmp_path / "k" / "ff" / "ptx.cuh"
+    header.write_text(header.read_text() + "\n// changed\n")
+    assert loader.module_hash("ntt.cu", "sm_90") != before  # an included header changed
+
+
+def test_build_without_nvcc_is_one_line_error(monkeypatch, capsys):
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    assert build.main(["--out", "/nonexistent-cuzk"]) == 2
+    assert "nvcc not on PATH" in capsys.readouterr().err
 
 
 def _limbs(text: str, name: str) -> int:
@@ -45,7 +67,7 @@ def test_field_constants_match_field_py():
         assert _limbs(text, f"{tag}_ONE") == R % p
         assert _limbs(text, f"{tag}_R2") == R * R % p
         assert _limbs(text, f"{tag}_PM2") == p - 2
-        inv = int(re.search(rf"struct {tag.lower()}_params.*?INV = (0x[0-9a-f]+)u", text, re.S).group(1), 16)
+        inv = int(re.search(rf"struct {tag.lower()}_params.*?INV = (0x[0-9a-f]+)u", text, re.DOTALL).group(1), 16)
         assert inv == (-pow(p, -1, 2**32)) % 2**32
     # negative: the parser would notice a wrong modulus
     assert _limbs(text.replace("0x73eda753u", "0x73eda754u"), "FR_MOD") != field.R_MOD

@@ -37,3 +37,41 @@ def test_one_prover_per_gpu_on_eight_logical_gpus(tmp_path):
     finally:
         ray.shutdown()
         c.stop()
+
+
+def _proving_intervals(batch):
+    """(start, end) of each partition's proving stages (synthesis left out), per actor process."""
+    per_pid = {}
+    for r in batch.results:
+        spans = [(a, b) for st, a, b in r.spans if st != "synthesis"]
+        per_pid.setdefault(r.prover_pid, []).append((min(a for a, _ in spans), max(b for _, b in spans)))
+    return per_pid
+
+
+def _overlaps(intervals):
+    iv = sorted(intervals)
+    return any(b[0] < a[1] for a, b in zip(iv, iv[1:]))
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_gpu_actor_works_on_partitions_concurrently(tmp_path, concurrency):
+    """gpu_concurrency=2: one GPU actor works on two partitions at once (threads), so one's host
+    work overlaps the other's device work; with 1 its partitions never overlap (the twin)."""
+    from cluster import LocalCluster
+
+    c = LocalCluster(tmp_path, nodes=1, cpus=2, gpus=1)
+    try:
+        ray.init(address=c.address, logging_level="ERROR")
+        circuit = PorepCircuit(constraints=1024, partitions=6)
+        cs = circuit.build()
+        pk = dev_setup(cs, 4)
+        engine = ProvingEngine(pk, cs, circuit, backend="cpu", placement="gpu", pw=6, threads=2,
+                               gpu_concurrency=concurrency)
+        batch = engine.run(1, seed=2)
+        engine.shutdown()
+        assert not batch.failed and len(batch.results) == 6 and all(r.verified for r in batch.results)
+        (intervals,) = _proving_intervals(batch).values()  # one actor
+        assert _overlaps(intervals) == (concurrency == 2), intervals
+    finally:
+        ray.shutdown()
+        c.stop()

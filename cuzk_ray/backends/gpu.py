@@ -15,9 +15,11 @@ and a pinned host pool for uploads.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -28,6 +30,10 @@ from ..kernels.loader import require_cupy
 from .cpu import ResidentKey
 
 VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
+
+# The partition whose GPU seconds a kernel counts towards (a one-element list set by
+# CudaBackend.gpu_account; submit() carries it into the backend's threads).
+_account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", default=None)
 
 
 class GpuKey:
@@ -72,6 +78,7 @@ class CudaBackend:
         self.pool = ThreadPoolExecutor(max_workers=max(2, threads), thread_name_prefix="cuzk-gpu")
         self._keys: dict[int, GpuKey] = {}
         self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
+        self._copy_streams: dict[int, object] = {}  # upload stream per staging thread
         self.gpu_seconds = 0.0
         self.vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
 
@@ -81,6 +88,18 @@ class CudaBackend:
             key = self._keys[id(pk)] = GpuKey(pk, self.cp)
         return key
 
+    @contextmanager
+    def gpu_account(self):
+        """Yields a one-element list that collects the GPU seconds of the kernels run in this
+        context (and in backend threads it submits to): per-partition kernel time even when two
+        partitions share the device."""
+        box = [0.0]
+        token = _account.set(box)
+        try:
+            yield box
+        finally:
+            _account.reset(token)
+
     def _timed_gpu(self, fn, *args):
         with self._gpu_lock:
             t0 = time.perf_counter()
@@ -88,9 +107,36 @@ class CudaBackend:
                 return fn(*args)
             finally:
                 self.cp.cuda.get_current_stream().synchronize()
-                self.gpu_seconds += time.perf_counter() - t0
+                dt = time.perf_counter() - t0
+                self.gpu_seconds += dt
+                box = _account.get()
+                if box is not None:
+                    box[0] += dt
                 free, total = self.cp.cuda.runtime.memGetInfo()
                 self.vram_peak = max(self.vram_peak, total - free)
+
+    def stage(self, witness):
+        """The witness on the device, ahead of the kernels that use it: copied into a pinned host
+        buffer (CuPy's pinned pool, reused across partitions), uploaded on this thread's own
+        non-blocking stream and waited for here, outside the GPU lock, so the upload of one
+        partition overlaps the kernels of another (the actor runs partitions on two threads)."""
+        cp = self.cp
+        if isinstance(witness, cp.ndarray):
+            return witness
+        w = np.ascontiguousarray(as_fr_limbs(witness))
+        mem = cp.cuda.alloc_pinned_memory(w.nbytes)
+        host = np.frombuffer(mem, dtype=w.dtype, count=w.size).reshape(w.shape)
+        np.copyto(host, w)
+        stream = self._copy_streams.get(threading.get_ident())
+        if stream is None:
+            stream = self._copy_streams[threading.get_ident()] = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            dev = cp.empty(w.shape, dtype=w.dtype)
+            dev.set(host, stream=stream)
+            done = stream.record()
+        done.synchronize()  # this thread waits; the device goes on with other partitions' kernels
+        del mem  # back to the pinned pool only after the copy has completed
+        return dev
 
     def compute_h(self, a, b, c):
         from . import cuda
@@ -126,4 +172,4 @@ class CudaBackend:
         return g2_points(aff.reshape(1, 2, 2, 6))[0]
 
     def submit(self, fn, *args):
-        return self.pool.submit(fn, *args)
+        return self.pool.submit(contextvars.copy_context().run, fn, *args)

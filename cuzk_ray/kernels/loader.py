@@ -5,15 +5,26 @@ so compiler errors name the file, and compiled with this directory on the includ
 (``#include "ff/bls12_381.cuh"``) for the current device's compute capability. Modules and their
 kernels are cached per (file, defines, device): a process compiles each module once per GPU
 (CuPy also keeps a disk cache under ~/.cupy/kernel_cache, so later processes skip NVRTC).
+
+Precompiled kernels: NVRTC takes ~2 minutes for msm.cu on a fresh machine, so a module can
+instead be loaded from a cubin built ahead of time with nvcc (``python -m cuzk_ray.kernels.build``,
+no GPU needed). Cubins live in ``$CUZK_CUBIN_DIR`` (default ~/.cache/cuzk-ray/cubin), named by a
+hash of every kernel source, the options and the target, so a stale cubin is never loaded; a
+cubin the driver refuses is skipped with a warning and NVRTC compiles instead.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 import threading
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent
 STD = "-std=c++17"
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _modules: dict = {}
@@ -60,9 +71,42 @@ def options(arch: str | None, defines: tuple = ()) -> tuple:
     return tuple(opts)
 
 
+def cubin_dir() -> Path:
+    return Path(os.environ.get("CUZK_CUBIN_DIR") or Path.home() / ".cache" / "cuzk-ray" / "cubin")
+
+
+def module_hash(name: str, arch: str, defines: tuple = ()) -> str:
+    """Hash of the module name, every kernel source (a .cuh change reaches every module that may
+    include it), the options and the target: the key of a precompiled cubin."""
+    h = hashlib.sha256(f"{name}\0{arch}\0{STD}\0{defines!r}\0".encode())
+    for path in sorted(p for p in KERNEL_DIR.rglob("*") if p.suffix in (".cu", ".cuh")):
+        h.update(str(path.relative_to(KERNEL_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def cubin_path(name: str, arch: str, defines: tuple = ()) -> Path:
+    return cubin_dir() / f"{Path(name).stem}-{arch}-{module_hash(name, arch, defines)}.cubin"
+
+
+def _load_cubin(cupy, name: str, arch: str, defines: tuple, first_kernel: str):
+    path = cubin_path(name, arch, defines)
+    if not path.is_file():
+        return None
+    try:
+        mod = cupy.RawModule(path=str(path))
+        mod.get_function(first_kernel)
+        return mod
+    except (cupy.cuda.driver.CUDADriverError, OSError) as exc:  # e.g. a driver older than its nvcc
+        log.warning("precompiled %s not loaded (%s); compiling with NVRTC", path, exc)
+        return None
+
+
 def _compile(cupy, name: str, defines: tuple, first_kernel: str):
     global _explicit_arch_ok
     cc = cupy.cuda.Device().compute_capability  # e.g. "90"
+    mod = _load_cubin(cupy, name, f"sm_{cc}", defines, first_kernel)
+    if mod is not None:
+        return mod
     src = source(name)
     if _explicit_arch_ok:
         try:
