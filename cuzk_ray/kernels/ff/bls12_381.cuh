@@ -62,9 +62,17 @@ __device__ __forceinline__ fp2_t operator+(const fp2_t& a, const fp2_t& b) { ret
 __device__ __forceinline__ fp2_t operator-(const fp2_t& a, const fp2_t& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
 __device__ __forceinline__ fp2_t operator-(const fp2_t& a) { return {-a.c0, -a.c1}; }
 
+// Fp2 mul and sqr are out-of-line calls unless a module defines FP2_INLINE as __forceinline__:
+// the G2 curve formulas would otherwise inline ~100 Fp multiplications (~600 instructions each)
+// into every MSM kernel, which NVVM takes tens of minutes to optimise; a call per Fp2 mul
+// (arguments by value, in registers) costs little beside its 3 Fp multiplications.
+#ifndef FP2_INLINE
+#define FP2_INLINE __noinline__
+#endif
+
 // Karatsuba: 3 Fp mul + 5 add/sub.
 //   c0 = a0 b0 - a1 b1,  c1 = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1
-__device__ __forceinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+__device__ FP2_INLINE fp2_t operator*(const fp2_t a, const fp2_t b) {
     fp_t t0 = a.c0 * b.c0;
     fp_t t1 = a.c1 * b.c1;
     fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
@@ -72,7 +80,7 @@ __device__ __forceinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 Fp mul.
-__device__ __forceinline__ fp2_t sqr(const fp2_t& a) {
+__device__ FP2_INLINE fp2_t sqr(const fp2_t a) {
     fp_t t = a.c0 * a.c1;
     return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
 }
