@@ -8,6 +8,8 @@
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
+        --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
+        --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
 G1 MSM times are wall-clock (device work + the small host-side window combination), median of N
 runs after a warm-up, bases and scalars already in VRAM, for uniform scalars, "90% bits" (90% of
 the scalars 0 or 1, the rest uniform) and all 0/1; bases are 1024 distinct points
@@ -74,6 +76,7 @@ def time_ms(cp, fn, runs: int) -> float:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, g2_sizes, fixed_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
+    g2_windows, g2_defines = [], []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -87,6 +90,10 @@ def main(argv: list[str]) -> None:
         elif a == "--msm-g2":
             v = args.pop(0)
             g2_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--g2-windows":
+            g2_windows = parse_sizes(args.pop(0))
+        elif a == "--g2-defines":
+            g2_defines = args.pop(0).split(",")
         elif a == "--fixed":
             v = args.pop(0)
             fixed_sizes = [] if v == "-" else parse_sizes(v)
@@ -129,7 +136,7 @@ def main(argv: list[str]) -> None:
     if msm_sizes:
         bench_msm(cp, msm_sizes, runs)
     if g2_sizes:
-        bench_msm_g2(cp, g2_sizes, runs)
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, tuple(g2_defines))
     if fixed_sizes:
         bench_fixed_base(cp, fixed_sizes, runs)
 
@@ -219,13 +226,16 @@ def bench_msm(cp, sizes, runs: int) -> None:
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def bench_msm_g2(cp, sizes, runs: int) -> None:
+def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
+    import dataclasses
     import time
 
     from py_arkworks_bls12381 import G2Point, Scalar
 
-    from cuzk_ray.backends.cuda_msm import default_window, msm_g2
+    from cuzk_ray.backends.cuda_msm import G2, default_window, msm
     from cuzk_ray.curve import g2_array
+
+    variants = [("", G2)] + ([(" " + ",".join(defines), dataclasses.replace(G2, defines=defines))] if defines else [])
 
     start = G2Point() * Scalar(int(np.random.default_rng(12).integers(1, 2**62)))
     distinct, acc = [], start
@@ -238,19 +248,21 @@ def bench_msm_g2(cp, sizes, runs: int) -> None:
     for log_n in sizes:
         n = 1 << log_n
         pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1, 1))[:n]))
-        for kind in ("uniform", "90% bits"):
+        cases = [(kind, None, tag, g) for kind in ("uniform", "90% bits") for tag, g in variants]
+        cases += [("uniform", c, tag, g) for c in windows for tag, g in variants]
+        for kind, window, tag, g in cases:
             sc = msm_scalars(cp, n, kind, log_n + 300)
-            res = msm_g2(pts, sc)  # warm-up
+            res = msm(g, pts, sc, window)  # warm-up
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                res = msm_g2(pts, sc)
+                res = msm(g, pts, sc, window)
                 times.append((time.perf_counter() - t0) * 1e3)
             want = g2_array([start * Scalar(msm_expected_scalar(cp, sc, min(n, 1024)))])[0]
             ok = np.array_equal(res, want)
             target = f"{G2_MSM_TARGET_24_MS:.0f} (DESIGN; ~3x G1 110)" if log_n == 24 else ""
-            print(f"| {log_n} | {kind} | {default_window(n)} | {statistics.median(times):.2f} | {min(times):.2f} | {target} |"
-                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+            print(f"| {log_n} | {kind}{tag} | {window or default_window(n)} | {statistics.median(times):.2f} | "
+                  f"{min(times):.2f} | {target} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         del pts
         cp.get_default_memory_pool().free_all_blocks()

@@ -125,7 +125,7 @@ def test_windows_and_odd_sizes(table):
     ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
     sc = scalars_mix(rng, n, 0.5)
     want = expected(table[0], ks, sc)
-    for window in (None, 2, 3, 7, 13, 16):
+    for window in (None, 2, 3, 7, 13, 16, 18, 20):
         assert np.array_equal(run(table, ks, sc, window=window), want), f"window {window} seed {SEED}"
 
 

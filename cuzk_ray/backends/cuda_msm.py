@@ -45,6 +45,7 @@ class Group:
     prefix: str  # kernel name prefix in that module
     elem: tuple  # uint64 shape of one coordinate: (6,) for Fp, (2, 6) for Fp2
     ref: ModuleType  # Python-int arithmetic: xyzz_add, xyzz_dbl, xyzz_to_affine, INF_XYZZ
+    defines: tuple = ()  # compile-time variant of the module (benchmarks compare variants)
 
     def coords_to_ints(self, flat: list) -> list:
         """Standard-form ints, one per Fp limb row -> the group's field elements."""
@@ -89,7 +90,7 @@ def _xyzz_rows_to_ints(g: Group, rows: np.ndarray) -> list[tuple]:
 
 
 def _launch(g: Group, name: str, nthreads: int, args) -> None:
-    get_kernel(g.module, g.prefix + name)(((nthreads + THREADS - 1) // THREADS,), (THREADS,), args)
+    get_kernel(g.module, g.prefix + name, g.defines)(((nthreads + THREADS - 1) // THREADS,), (THREADS,), args)
 
 
 def _xyzz_buffer(cp, g: Group, m: int, zero: bool = False):

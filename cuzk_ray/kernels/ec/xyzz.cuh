@@ -9,6 +9,12 @@
 #pragma once
 #include "ff/bls12_381.cuh"
 
+// How the point formulas are compiled: inlined (default), or out of line when a module defines
+// XYZZ_INLINE (e.g. -DXYZZ_INLINE=__noinline__ for G2, whose kernels run out of registers).
+#ifndef XYZZ_INLINE
+#define XYZZ_INLINE __forceinline__
+#endif
+
 template <class F>
 struct affine_t {
     F x, y;
@@ -28,7 +34,7 @@ struct xyzz_t {
 
 // 2 * (x, y) for an affine point: 4M + 3S.
 template <class F>
-__device__ __forceinline__ xyzz_t<F> xyzz_mdbl(const affine_t<F>& p) {
+__device__ XYZZ_INLINE xyzz_t<F> xyzz_mdbl(const affine_t<F>& p) {
     const F U = p.y + p.y;
     const F V = sqr(U);
     const F W = U * V;
@@ -44,7 +50,7 @@ __device__ __forceinline__ xyzz_t<F> xyzz_mdbl(const affine_t<F>& p) {
 
 // 2 * p: 6M + 3S.
 template <class F>
-__device__ __forceinline__ xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) {
+__device__ XYZZ_INLINE xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) {
     if (p.is_inf()) return p;
     const F U = p.Y + p.Y;
     const F V = sqr(U);
@@ -61,7 +67,7 @@ __device__ __forceinline__ xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) {
 
 // p + q with q affine (mixed addition): 8M + 2S.
 template <class F>
-__device__ __forceinline__ xyzz_t<F> xyzz_madd(const xyzz_t<F>& p, const affine_t<F>& q) {
+__device__ XYZZ_INLINE xyzz_t<F> xyzz_madd(const xyzz_t<F>& p, const affine_t<F>& q) {
     if (p.is_inf()) {
         xyzz_t<F> r;
         r.X = q.x; r.Y = q.y; r.ZZ = F::one(); r.ZZZ = F::one();
@@ -85,7 +91,7 @@ __device__ __forceinline__ xyzz_t<F> xyzz_madd(const xyzz_t<F>& p, const affine_
 
 // p + q: 12M + 2S.
 template <class F>
-__device__ __forceinline__ xyzz_t<F> xyzz_add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+__device__ XYZZ_INLINE xyzz_t<F> xyzz_add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
     if (p.is_inf()) return q;
     if (q.is_inf()) return p;
     const F U1 = p.X * q.ZZ, U2 = q.X * p.ZZ;
