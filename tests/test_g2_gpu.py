@@ -190,3 +190,14 @@ def test_fixed_base_rejects_bad_input():
     with pytest.raises(ValueError, match="not a reduced Fr value"):
         fixed_base_mul_gpu("g1", fr_to_limbs([R_MOD - 1]) + np.uint64(2))
     assert fixed_base_mul_gpu("g2", np.zeros((0, 4), np.uint64)).shape == (0, 2, 2, 6)
+
+
+def test_dev_setup_on_the_gpu_equals_cpu():
+    from cuzk_ray.circuits.porep import build_circuit
+    from cuzk_ray.groth16.setup import dev_setup
+
+    cs = build_circuit(2048, 3)
+    k_gpu, k_cpu = dev_setup(cs, 5, fixed_base="cuda"), dev_setup(cs, 5)
+    for q in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
+        assert np.array_equal(getattr(k_gpu, q), getattr(k_cpu, q)), q
+    assert np.array_equal(k_gpu.vk.delta_g2, k_cpu.vk.delta_g2)

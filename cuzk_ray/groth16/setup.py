@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ..field import R_MOD
+from ..field import R_MOD, fr_to_limbs
 from ..msm import fixed_base_mul_array
 from ..qap import domain_size, h_query_scalars, lagrange_at
 from ..r1cs import ConstraintSystem, CsrMatrix
@@ -45,9 +45,23 @@ def qap_at_tau(cs: ConstraintSystem, tau: int):
     return u, _transpose_matvec(cs.B, lag[:m]), _transpose_matvec(cs.C, lag[:m])
 
 
-def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None) -> ProvingKey:
-    """A proving key for cs from toxic waste derived from seed (deterministic, insecure)."""
+def _fixed_base(device: str):
+    """(group, int scalars) -> point array: on the CPU cores (arkworks) or on the GPU."""
+    if device == "cpu":
+        return fixed_base_mul_array
+    if device == "cuda":
+        from ..backends.cuda_fixed_base import fixed_base_mul_gpu
+
+        return lambda group, scalars: fixed_base_mul_gpu(group, fr_to_limbs(scalars))
+    raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")
+
+
+def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, fixed_base: str = "cpu") -> ProvingKey:
+    """A proving key for cs from toxic waste derived from seed (deterministic, insecure).
+    fixed_base: where the point multiplications run, "cpu" (every core) or "cuda" (the GPU,
+    bit-identical; backends/cuda_fixed_base.py)."""
     log.warning(INSECURE_WARNING.format(seed=seed))
+    mul = _fixed_base(fixed_base)
     rng = random.Random(f"cuzk-ray dev setup {seed}")
     tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
     t0 = time.perf_counter()
@@ -60,11 +74,11 @@ def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None) -> Prov
 
     g1_scalars = np.concatenate([u, v, (lc[: p + 1] * gamma_inv) % R_MOD, (lc[p + 1 :] * delta_inv) % R_MOD,
                                  h_scalars, np.array([alpha, beta, delta], dtype=object)])
-    pts = fixed_base_mul_array("g1", g1_scalars)  # on every core for large keys
+    pts = mul("g1", g1_scalars)
     m_w = cs.n_wires
     cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
     a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
-    g2_pts = fixed_base_mul_array("g2", np.concatenate([v, np.array([beta, gamma, delta], dtype=object)]))
+    g2_pts = mul("g2", np.concatenate([v, np.array([beta, gamma, delta], dtype=object)]))
     b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
     vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
                       delta_g2=g2_singles[2:3], ic=ic)
