@@ -82,7 +82,7 @@ def summarize(batch, proofs: int, n_devices: int | None) -> dict:
     return out
 
 
-STAGE_COLORS = {"synthesis": "#999999", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
+STAGE_COLORS = {"synthesis": "#999999", "upload": "#bcbd22", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
                 "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
                 "assemble": "#17becf"}
 
@@ -93,6 +93,28 @@ def partition_records(batch) -> list[dict]:
              "times": r.times, "spans": [list(x) for x in r.spans]} for r in batch.results]
 
 
+def timeline_rows(records: list[dict]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(row of each record, row labels): one row per (prover, slot), where a prover working on
+    several partitions at once (gpu_concurrency) gets a slot per concurrent partition (greedy
+    interval partitioning of the partitions' proving spans), so overlapping work stays visible."""
+    def proving(r):
+        sp = [(s, e) for name, s, e in r["spans"] if name != "synthesis"] or [(0.0, 0.0)]
+        return min(s for s, _ in sp), max(e for _, e in sp)
+
+    slot_of, slot_ends = {}, {}
+    for i in sorted(range(len(records)), key=lambda i: proving(records[i])[0]):
+        start, end = proving(records[i])
+        ends = slot_ends.setdefault(records[i]["prover"], [])
+        k = next((k for k, e in enumerate(ends) if e <= start), len(ends))
+        if k == len(ends):
+            ends.append(end)
+        else:
+            ends[k] = end
+        slot_of[i] = (records[i]["prover"], k)
+    labels = sorted(set(slot_of.values()))
+    return [slot_of[i] for i in range(len(records))], labels
+
+
 def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     """timeline.png (each partition's stages per worker on a time axis) and stages.png (medians)."""
     import matplotlib
@@ -101,17 +123,17 @@ def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     import matplotlib.pyplot as plt
 
     t0 = min(s for r in records for _, s, _ in r["spans"])
-    workers = sorted({r["prover"] for r in records})
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(workers)))
-    for r in records:
-        row = workers.index(r["prover"])
+    slots, labels = timeline_rows(records)
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.9 * len(labels)))
+    for r, slot in zip(records, slots):
+        row = labels.index(slot)
         for name, s, e in r["spans"]:
             lane = 0.35 if name == "synthesis" else (-0.2 if name.startswith("msm_b_g2") else 0.0)
             ax.barh(row + lane, e - s, left=s - t0, height=0.3, color=STAGE_COLORS.get(name, "#444444"))
-    ax.set_yticks(range(len(workers)), [f"prover {w}" for w in workers])
+    ax.set_yticks(range(len(labels)), [f"prover {w}" + (f" / {k}" if k else "") for w, k in labels])
     ax.set_xlabel("seconds")
     ax.set_title(f"{summary['partitions']} partitions, {summary['s_per_proof']:.2f} s/proof "
-                 "(grey: synthesis; red lane: B_G2 MSM on CPU threads)")
+                 "(grey: synthesis; lower lane: B_G2 MSM; 'prover w / k': k-th concurrent partition)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLORS.values()]
     ax.legend(handles, STAGE_COLORS.keys(), ncol=5, fontsize=7, loc="upper right")
     fig.tight_layout()

@@ -81,7 +81,7 @@ class ProvingEngine:
         # Ray logical GPUs without CUDA (tests of multi-GPU scheduling).
         self.placement = ("gpu" if self.backend == "cuda" else "cpu") if placement == "auto" else placement
         self.max_attempts = max(1, int(max_attempts))
-        self.part_bytes = partition_host_bytes(circuit, pk.domain_size)
+        self.part_bytes = partition_host_bytes(circuit, pk.domain_size, self.backend)
         check_budget(host_budget, self.part_bytes, circuit.circuit_id)
         self.budget = HostBudget(host_budget)
         self.pw = max(1, int(pw))

@@ -77,12 +77,17 @@ def proof_index(pid: str) -> int:
 INT_BYTES = 72  # a reduced Fr value as a Python int in an object array: 8 B pointer + ~60 B object
 
 
-def partition_host_bytes(circuit, domain_size: int | None = None) -> int:
-    """Estimated peak host bytes of one partition in flight: its witness as limbs (the Arrow batch
-    in the object store) and as ints, a, b, c as ints (evaluated on the host by every backend
-    today) and h as limbs. An estimate for admission control, not a measurement."""
+def partition_host_bytes(circuit, domain_size: int | None = None, backend: str = "cpu") -> int:
+    """Estimated peak host bytes of one partition in flight. An estimate for admission control,
+    not a measurement.
+
+    cpu: the witness as limbs (the Arrow batch in the object store) and as ints, a, b, c as ints
+    and h as limbs. cuda: a, b, c and h live in VRAM; the host holds the witness limbs twice
+    (the Arrow batch and its pinned staging copy)."""
     domain = domain_size or circuit.domain_size()
     wires = circuit.witness_bytes() // 32
+    if backend == "cuda":
+        return wires * 64
     return wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
 
 
@@ -133,7 +138,7 @@ class LocalEngine:
         self.provers = [self.worker]
         self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name}]
         self.pw = 1
-        self.part_bytes = partition_host_bytes(circuit, pk.domain_size)
+        self.part_bytes = partition_host_bytes(circuit, pk.domain_size, self.backend)
 
     def run(self, proofs: int, seed: int = 0, progress=None, synth_fn=None) -> BatchResult:
         t0 = time.perf_counter()

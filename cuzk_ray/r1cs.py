@@ -47,10 +47,15 @@ class CsrMatrix:
             data = fr_to_limbs([int(x) % R_MOD for x in data])
         if len(rows) and (rows.min() < 0 or rows.max() >= n_rows or cols.min() < 0 or cols.max() >= n_cols):
             raise ValueError("CsrMatrix.from_coo: an entry lies outside the matrix shape")
-        order = np.lexsort((cols, rows))
         indptr = np.zeros(n_rows + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
-        return cls(indptr, cols[order], np.ascontiguousarray(data.reshape(-1, FR_LIMBS)[order]), n_cols)
+        data = data.reshape(-1, FR_LIMBS)
+        # row-major, columns ascending within a row: one int64 key (n_rows * n_cols < 2^63)
+        key = rows * np.int64(max(1, n_cols)) + cols
+        if np.all(key[1:] >= key[:-1]):  # already in order: no sort (the built-in circuit's case)
+            return cls(indptr, cols, np.ascontiguousarray(data), n_cols)
+        order = np.argsort(key, kind="stable")
+        return cls(indptr, cols[order], np.ascontiguousarray(data[order]), n_cols)
 
     def coefficients(self) -> np.ndarray:
         """Coefficients as an int vector."""

@@ -23,6 +23,7 @@ class PartitionProver:
         self.backend = make_backend(backend, threads=threads)
         self.pk, self.cs = pk, cs
         self.backend.load_key(pk)  # bases resident before the first partition arrives
+        self.backend.load_cs(cs)  # and the constraint matrices (VRAM on the cuda backend)
         if hasattr(self.backend, "warm_up"):
             self.backend.warm_up(pk)  # compile/load kernels before the first partition, not during it
 

@@ -10,6 +10,15 @@
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
         --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
         --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
+        --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
+        --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
+Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
+it) with its matrices resident (load_cs); "abc" = the three sparse mat-vecs into the H buffer
+(with the +-1 fast path, and with every coefficient multiplied), "h" = abc + H on the device,
+witness already in VRAM; "from host" adds the witness upload (pageable numpy, as the prover gets
+it). Each result is checked: c = a * b on every constraint row (a satisfied witness) and a, b, c of
+8 random rows against the CPU. Setup rows: wall-clock of cuda_setup.setup_scalars (matrices up,
+six scalar vectors down), checked on the h scalars and the ic = lc / gamma relation.
 G1 MSM times are wall-clock (device work + the small host-side window combination), median of N
 runs after a warm-up, bases and scalars already in VRAM, for uniform scalars, "90% bits" (90% of
 the scalars 0 or 1, the rest uniform) and all 0/1; bases are 1024 distinct points
@@ -75,8 +84,8 @@ def time_ms(cp, fn, runs: int) -> float:
 
 def main(argv: list[str]) -> None:
     cp = require_cupy()
-    sizes, runs, h_max, msm_sizes, g2_sizes, fixed_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
-    g2_windows, g2_defines = [], []
+    sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
+    g2_sizes, fixed_sizes, g2_windows, g2_defines = [], [], [], []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -97,6 +106,12 @@ def main(argv: list[str]) -> None:
         elif a == "--fixed":
             v = args.pop(0)
             fixed_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--spmv":
+            v = args.pop(0)
+            spmv_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--setup":
+            v = args.pop(0)
+            setup_sizes = [] if v == "-" else parse_sizes(v)
         elif a == "--pass":
             cuda.PASS_KERNEL = args.pop(0)
         else:
@@ -139,6 +154,115 @@ def main(argv: list[str]) -> None:
         bench_msm_g2(cp, g2_sizes, runs, g2_windows, tuple(g2_defines))
     if fixed_sizes:
         bench_fixed_base(cp, fixed_sizes, runs)
+    if spmv_sizes:
+        bench_spmv(cp, spmv_sizes, runs)
+    if setup_sizes:
+        bench_setup(cp, setup_sizes, runs)
+
+
+_CIRCUITS: dict = {}
+
+
+def porep_circuit(log_n: int):
+    """(cs, build seconds) of the PoRep-shaped circuit of 2^log_n constraints, built once."""
+    import time
+
+    from cuzk_ray.circuits.porep import build_circuit
+
+    if log_n not in _CIRCUITS:
+        t0 = time.perf_counter()
+        _CIRCUITS[log_n] = (build_circuit(1 << log_n, 4), time.perf_counter() - t0)
+    return _CIRCUITS[log_n]
+
+
+def check_abc(cp, cs, w, abc, rng) -> bool:
+    """c = a * b on the constraint rows (the witness satisfies cs) and 8 random rows against the CPU."""
+    from cuzk_ray.backends import cuda_spmv
+    from cuzk_ray.field import limbs_to_ints
+
+    m = cs.n_constraints
+    ab = cp.empty_like(abc[0])
+    cuda_spmv._launch("fr_mul_std", ab.shape[0], (ab, abc[0], abc[1], np.uint64(ab.shape[0])))
+    ok = bool(cp.array_equal(ab[:m], abc[2, :m]))
+    rows = [0, m - 1] + [int(j) for j in rng.integers(0, m, 6)]
+    got = [limbs_to_ints(cp.asnumpy(abc[i, rows])) for i in range(3)]
+    for i, mat in enumerate((cs.A, cs.B, cs.C)):
+        for k, j in enumerate(rows):
+            want = sum(c * int(limbs_to_ints(w[col : col + 1])[0]) for col, c in mat.row(j)) % R_MOD
+            ok &= int(got[i][k]) == want
+    return ok
+
+
+def bench_spmv(cp, sizes, runs: int) -> None:
+    import time
+
+    from cuzk_ray.backends import cuda_spmv
+    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.circuits.porep import synthesize
+
+    be = CudaBackend()
+    rng = np.random.default_rng(5)
+    print("\n| log2 n | nnz A+B+C | build s (CPU) | load_cs s | resident MiB | abc ms | abc ms, no +-1 path | "
+          "H ms | h from witness ms | from host w ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for log_n in sizes:
+        cs, build_s = porep_circuit(log_n)
+        w = synthesize(1 << log_n, 4, seed=log_n)
+        t0 = time.perf_counter()
+        dcs = be.load_cs(cs)
+        cp.cuda.Device().synchronize()
+        load_s = time.perf_counter() - t0
+        wd = cp.asarray(w)
+        abc_ms = time_ms(cp, lambda: cuda_spmv.evaluate_abc(dcs, wd), runs)
+        mul_ms = time_ms(cp, lambda: cuda_spmv.evaluate_abc(dcs, wd, fast=False), runs)
+        h_ms = time_ms(cp, lambda: cuda_spmv.h_from_witness(dcs, wd), runs)
+        host_ms = time_ms(cp, lambda: be.compute_h_from_witness(cs, w), runs)
+        abc = cuda_spmv.evaluate_abc(dcs, wd)
+        ok = check_abc(cp, cs, w, abc, rng) and bool(cp.array_equal(cuda_spmv.evaluate_abc(dcs, wd, fast=False), abc))
+        pure_h = time_ms(cp, lambda: cuda.compute_h_device(abc.copy()), runs)
+        abc = None
+        nnz = sum(m.nnz for m in (cs.A, cs.B, cs.C))
+        print(f"| {log_n} | {nnz} | {build_s:.1f} | {load_s:.2f} | {dcs.nbytes / 2**20:.0f} | {abc_ms:.3f} | {mul_ms:.3f} | "
+              f"{pure_h:.3f} | {h_ms:.3f} | {host_ms:.3f} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+        be._systems.clear()
+        dcs = wd = None
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_setup(cp, sizes, runs: int) -> None:
+    import random
+    import time
+
+    from cuzk_ray.backends.cuda_setup import setup_scalars
+    from cuzk_ray.field import limbs_to_ints, root_of_unity
+    from cuzk_ray.qap import domain_size
+
+    rng = random.Random(3)
+    print("\n| log2 n | setup scalars s (GPU, wall, median) | min s |")
+    print("|---:|---:|---:|")
+    for log_n in sizes:
+        cs, _ = porep_circuit(log_n)
+        toxic = [rng.randrange(1, R_MOD) for _ in range(5)]
+        tau, alpha, beta, gamma, delta = toxic
+        sc = setup_scalars(cs, *toxic)  # warm-up
+        times = []
+        for _ in range(min(runs, 3)):
+            t0 = time.perf_counter()
+            sc = setup_scalars(cs, *toxic)
+            times.append(time.perf_counter() - t0)
+        n, p = domain_size(cs.n_constraints, cs.n_public), cs.n_public
+        w2 = root_of_unity(2 * n)
+        fac = (pow(tau, 2 * n, R_MOD) - 1) * pow(2 * n, -1, R_MOD) * pow(delta, -1, R_MOD) % R_MOD
+        ok = True
+        for j in (0, 1, n - 1, n // 3):
+            x = pow(w2, 2 * j + 1, R_MOD)
+            ok &= int(limbs_to_ints(sc["h"][j : j + 1])[0]) == x * pow(tau - x, -1, R_MOD) * fac % R_MOD
+        u, v, w_, ic = (limbs_to_ints(sc[k][: p + 1]) for k in ("u", "v", "w", "ic"))
+        ok &= list(ic * gamma % R_MOD) == list((beta * u + alpha * v + w_) % R_MOD)
+        print(f"| {log_n} | {statistics.median(times):.2f} | {min(times):.2f} |" + ("" if ok else "  RESULT CHECK FAILED"),
+              flush=True)
+        del sc
+        cp.get_default_memory_pool().free_all_blocks()
 
 
 def mul_throughput(cp) -> None:

@@ -39,12 +39,12 @@ def run(cfg: dict) -> int:
         raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
-    resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
+    backend = resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"])
     print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
-    check_budget(budget, partition_host_bytes(circuit, pk.domain_size), circuit.circuit_id)
+    check_budget(budget, partition_host_bytes(circuit, pk.domain_size, backend), circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
     out_dir = outputs.begin(cfg["output_dir"])
     engine_cls, close = open_engine(cfg["engine"], cfg["ray"])

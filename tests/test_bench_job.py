@@ -27,3 +27,19 @@ def test_bench_writes_results_and_plots(tmp_path):
     assert r["host_peak_reserved"] <= r["max_in_flight"] * r["bytes_per_partition"]
     assert (out / "timeline.png").stat().st_size > 1000 and (out / "stages.png").stat().st_size > 1000
     assert "s per proof (steady)" in res.stdout and "32.1 isolated" in res.stdout
+
+
+def test_timeline_rows_give_concurrent_partitions_their_own_slot():
+    from cuzk_ray.bench import timeline_rows
+
+    def rec(prover, start, end):
+        return {"prover": prover, "spans": [["synthesis", start - 5, start], ["h", start, end]]}
+
+    # prover 0: a and b overlap, c starts after a ends; prover 1: one partition
+    records = [rec(0, 0.0, 2.0), rec(0, 1.0, 3.0), rec(0, 2.5, 4.0), rec(1, 0.0, 1.0)]
+    rows, labels = timeline_rows(records)
+    assert rows == [(0, 0), (0, 1), (0, 0), (1, 0)]
+    assert labels == [(0, 0), (0, 1), (1, 0)]
+    # sequential partitions (no overlap) share one slot; synthesis spans do not count as overlap
+    rows, labels = timeline_rows([rec(0, 0.0, 1.0), rec(0, 1.0, 2.0)])
+    assert rows == [(0, 0), (0, 0)] and labels == [(0, 0)]

@@ -60,3 +60,18 @@ def test_evaluate_without_c_uses_ab():
     assert list(c) == [9, 9]
     with pytest.raises(ValueError, match="C is not stored"):
         cs2.check([1, 9, 3, 9])
+
+
+def test_from_coo_sorts_rows_then_columns_and_keeps_sorted_input_as_is():
+    import numpy as np
+
+    from cuzk_ray.r1cs import CsrMatrix
+
+    rows, cols, vals = [2, 0, 2, 0, 1], [1, 3, 0, 0, 2], [5, 6, 7, 8, 9]
+    m = CsrMatrix.from_coo(rows, cols, vals, n_rows=4, n_cols=4)
+    assert m.indptr.tolist() == [0, 2, 3, 5, 5]
+    assert m.indices.tolist() == [0, 3, 2, 0, 1]
+    assert m.coefficients().tolist() == [8, 6, 9, 7, 5]
+    order = np.lexsort((cols, rows))  # the same matrix given in order
+    m2 = CsrMatrix.from_coo(np.array(rows)[order], np.array(cols)[order], np.array(vals)[order], 4, 4)
+    assert m2.indices.tolist() == m.indices.tolist() and (m2.data == m.data).all()

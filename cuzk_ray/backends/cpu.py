@@ -3,6 +3,8 @@
 The backend interface (shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
   compute_h(a, b, c) -> h as standard-form ``uint64[n, 4]``
+  compute_h_from_witness(cs, witness, times) -> h (a, b, c evaluated first; the cuda backend
+      does both on the device from resident matrices)
   msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
 Scalars and field vectors may be int vectors or standard-form limbs.
 """
@@ -16,6 +18,7 @@ from ..curve import g1_points, g2_points
 from ..field import fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
 from ..msm import msm_g1, msm_g2
+from ..timing import StageTimes
 
 
 class ResidentKey:
@@ -72,6 +75,19 @@ class CpuBackend:
             return compute_h_fast(a, b, c)
         h = qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
         return fr_to_limbs(h)
+
+    def load_cs(self, cs):
+        """The constraint system as is (the CPU evaluates it where it lies; the cuda backend uploads it)."""
+        return cs
+
+    def compute_h_from_witness(self, cs, witness, times=None):
+        """h (standard-form ``uint64[n, 4]``) from the witness: a, b, c on the CPU (stage "abc"),
+        then compute_h (stage "h")."""
+        times = StageTimes() if times is None else times
+        with times.stage("abc"):
+            a, b, c = qap.evaluations(cs, fr_vector(witness))
+        with times.stage("h"):
+            return self.compute_h(a, b, c)
 
     def msm_g1(self, key: ResidentKey, query: str, scalars):
         return msm_g1(key.queries[query], scalars)

@@ -3,11 +3,14 @@ MSM on the GPU and the bases resident in VRAM.
 
   load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept; free VRAM
                  checked first; only single points (alpha, beta, delta) become arkworks objects
+  load_cs(cs)    constraint matrices uploaded once and kept (cuda_spmv.DeviceConstraintSystem)
+  compute_h_from_witness(cs, w)
+                 witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
+                 returned as a cupy array and fed to the H MSM without a host round trip
   compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
-  msm_g1         kernels/msm.cu on the resident bases
+  msm_g1         kernels/msm.cu on the resident bases (scalars numpy or cupy)
   msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
                  (split_g2 = False: the prover does not cut it in halves as for the CPU)
-Scalars may be numpy or cupy ``uint64[n, 4]`` (standard form); cupy scalars stay on the device.
 
 One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
 and a pinned host pool for uploads.
@@ -58,17 +61,6 @@ class GpuKey:
         self.queries = self.cpu.queries
 
 
-def _scalars(cp, scalars, what: str):
-    """Scalars as standard-form uint64[n, 4]: cupy arrays are checked and kept on the device,
-    anything else goes through as_fr_limbs (numpy limbs, ints)."""
-    if isinstance(scalars, cp.ndarray):
-        if scalars.dtype != cp.uint64 or scalars.ndim != 2 or scalars.shape[1] != FR_LIMBS:
-            raise ValueError(f"{what}: expected cupy uint64[n, {FR_LIMBS}] scalars, got {scalars.dtype} "
-                             f"{tuple(scalars.shape)}")
-        return cp.ascontiguousarray(scalars)
-    return as_fr_limbs(scalars)
-
-
 class CudaBackend:
     name = "cuda"
     split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
@@ -77,6 +69,7 @@ class CudaBackend:
         self.cp = require_cupy()
         self.pool = ThreadPoolExecutor(max_workers=max(2, threads), thread_name_prefix="cuzk-gpu")
         self._keys: dict[int, GpuKey] = {}
+        self._systems: dict = {}  # id(cs) -> DeviceConstraintSystem
         self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
         self._copy_streams: dict[int, object] = {}  # upload stream per staging thread
         self.gpu_seconds = 0.0
@@ -99,6 +92,51 @@ class CudaBackend:
             yield box
         finally:
             _account.reset(token)
+
+    def load_cs(self, cs):
+        """cs's matrices resident in VRAM (uploaded on first use, kept for the backend's life).
+        Raises MemoryError naming the sizes when the free VRAM minus VRAM_MARGIN cannot hold them
+        and one proof's working buffers."""
+        from .cuda_spmv import DeviceConstraintSystem
+
+        dcs = self._systems.get(id(cs))
+        if dcs is not None and dcs.cs is cs:
+            return dcs
+        resident, upload = DeviceConstraintSystem.estimate_bytes(cs)
+        work = DeviceConstraintSystem.working_bytes(cs)
+        free, _total = self.cp.cuda.runtime.memGetInfo()
+        free += self.cp.get_default_memory_pool().free_bytes()  # cached by CuPy, reusable
+        if resident + max(upload, work) + VRAM_MARGIN > free:
+            raise MemoryError(
+                f"GPU memory: the constraint matrices of {cs.name} need up to {resident / 2**30:.2f} GiB resident "
+                f"+ {max(upload, work) / 2**30:.2f} GiB while uploading / proving, {free / 2**30:.2f} GiB free "
+                f"(margin {VRAM_MARGIN / 2**30:.0f} GiB); use a GPU with more memory or backend=cpu")
+        with self._gpu_lock:
+            dcs = self._systems[id(cs)] = DeviceConstraintSystem(cs)
+            self.cp.cuda.get_current_stream().synchronize()
+        return dcs
+
+    def compute_h_from_witness(self, cs, witness, times=None):
+        """h as a cupy ``uint64[n, 4]`` (standard form) from the witness (standard-form limbs,
+        numpy or cupy; a cupy witness is used in place). a, b, c never leave the device.
+        Recorded as stage "h" in ``times`` (the matrices' first upload included)."""
+        from contextlib import nullcontext
+
+        from . import cuda_spmv
+
+        with times.stage("h") if times is not None else nullcontext():
+            dcs = self.load_cs(cs)
+            return self._timed_gpu(cuda_spmv.h_from_witness, dcs, witness)
+
+    def _scalar_limbs(self, x, what: str):
+        """Standard-form limbs for a kernel: a cupy array stays on the device (dtype and shape
+        checked here, range and contiguity by the kernel wrapper); anything else via as_fr_limbs."""
+        if isinstance(x, self.cp.ndarray):
+            if x.dtype != np.uint64 or x.ndim != 2 or x.shape[1] != FR_LIMBS:
+                raise ValueError(f"{what}: expected a uint64[n, {FR_LIMBS}] array of standard-form Fr limbs, "
+                                 f"got {x.dtype}{list(x.shape)}")
+            return x
+        return as_fr_limbs(x)
 
     def _timed_gpu(self, fn, *args):
         with self._gpu_lock:
@@ -148,7 +186,7 @@ class CudaBackend:
         from .cuda_msm import msm_g1
 
         bases = key.device[query]
-        s = _scalars(self.cp, scalars, f"MSM {query}")
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
         if len(s) != len(bases):
             raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
         aff = self._timed_gpu(msm_g1, bases, s)
@@ -160,7 +198,7 @@ class CudaBackend:
         from .cuda_msm import msm_g2
 
         bases = key.device[query]
-        s = _scalars(self.cp, scalars, f"MSM {query}")
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
         if start is None:
             if len(s) != len(bases):
                 raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")

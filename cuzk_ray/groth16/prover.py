@@ -18,7 +18,7 @@ from py_arkworks_bls12381 import Scalar
 
 from .. import qap
 from ..curve import g1_array, g2_array
-from ..field import R_MOD, as_fr_limbs, fr_vector
+from ..field import R_MOD, as_fr_limbs
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
 from .keys import Proof, ProvingKey
@@ -33,13 +33,17 @@ def random_blinding() -> tuple[int, int]:
 
 
 def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
-    """Proof for ``witness`` of ``cs`` (A, B, C evaluated on the CPU)."""
+    """Proof for ``witness`` of ``cs``: h by the backend from the witness (cpu: a, b, c evaluated
+    on the CPU, stages "abc" and "h"; cuda: sparse mat-vec and H in VRAM, stage "h")."""
     times = StageTimes() if times is None else times
-    with times.stage("abc"):
-        w = fr_vector(witness)
-        a, b, c = qap.evaluations(cs, w)
+    if len(witness) != pk.n_wires:
+        raise ValueError(f"prover: witness has {len(witness)} values, the key has {pk.n_wires} wires")
+    if cs.n_wires != pk.n_wires or qap.domain_size(cs.n_constraints, cs.n_public) != pk.domain_size:
+        raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints) does not "
+                         f"match the key ({pk.n_wires} wires, domain {pk.domain_size})")
+    h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
-    return prove_from_abc(pk, a, b, c, witness, r, s, backend, times)
+    return prove_from_h(pk, h, witness, r, s, backend, times)
 
 
 def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
@@ -51,9 +55,18 @@ def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, ti
     return prove_from_h(pk, h, witness, r, s, backend, times)
 
 
+def _on_device(x) -> bool:
+    """A GPU array (cupy): kept where it is, the cuda backend's MSM reads it in place."""
+    return hasattr(x, "__cuda_array_interface__")
+
+
 def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
     times = StageTimes() if times is None else times
-    w, h = as_fr_limbs(witness), as_fr_limbs(h)
+    # device arrays stay on the device: every MSM of the cuda backend (G2 included) reads them there
+    w = witness if _on_device(witness) else as_fr_limbs(witness)
+    h = h if _on_device(h) else as_fr_limbs(h)
+    if len(h) != pk.domain_size:
+        raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
     if len(w) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
     key = backend.load_key(pk)

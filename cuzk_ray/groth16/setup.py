@@ -45,40 +45,63 @@ def qap_at_tau(cs: ConstraintSystem, tau: int):
     return u, _transpose_matvec(cs.B, lag[:m]), _transpose_matvec(cs.C, lag[:m])
 
 
-def _fixed_base(device: str):
-    """(group, int scalars) -> point array: on the CPU cores (arkworks) or on the GPU."""
-    if device == "cpu":
-        return fixed_base_mul_array
-    if device == "cuda":
-        from ..backends.cuda_fixed_base import fixed_base_mul_gpu
-
-        return lambda group, scalars: fixed_base_mul_gpu(group, fr_to_limbs(scalars))
-    raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")
-
-
-def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, fixed_base: str = "cpu") -> ProvingKey:
-    """A proving key for cs from toxic waste derived from seed (deterministic, insecure).
-    fixed_base: where the point multiplications run, "cpu" (every core) or "cuda" (the GPU,
-    bit-identical; backends/cuda_fixed_base.py)."""
-    log.warning(INSECURE_WARNING.format(seed=seed))
-    mul = _fixed_base(fixed_base)
-    rng = random.Random(f"cuzk-ray dev setup {seed}")
-    tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
-    t0 = time.perf_counter()
+def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: int, delta: int) -> dict:
+    """The scalars of the key's points, standard-form ``uint64[k, 4]``:
+    u, v, w = qap_at_tau;  lc = beta u + alpha v + w;  ic = lc[:p+1] / gamma;  l = lc[p+1:] / delta;
+    h = h_query_scalars(tau, n) / delta.  (backends/cuda_setup.py computes the same on the GPU.)"""
     u, v, w = qap_at_tau(cs, tau)
     p = cs.n_public
     gamma_inv, delta_inv = pow(gamma, -1, R_MOD), pow(delta, -1, R_MOD)
     lc = (beta * u + alpha * v + w) % R_MOD
     n = domain_size(cs.n_constraints, p)
-    h_scalars = (h_query_scalars(tau, n) * delta_inv) % R_MOD
+    out = {"u": u, "v": v, "w": w, "ic": (lc[: p + 1] * gamma_inv) % R_MOD, "l": (lc[p + 1 :] * delta_inv) % R_MOD,
+           "h": (h_query_scalars(tau, n) * delta_inv) % R_MOD}
+    return {k: fr_to_limbs(x) for k, x in out.items()}
 
-    g1_scalars = np.concatenate([u, v, (lc[: p + 1] * gamma_inv) % R_MOD, (lc[p + 1 :] * delta_inv) % R_MOD,
-                                 h_scalars, np.array([alpha, beta, delta], dtype=object)])
+
+def scalars_function(backend: str = "cpu"):
+    """setup_scalars_cpu, or the GPU version for backend "cuda" ("auto": cuda when usable)."""
+    from ..backends import resolve_backend_name
+
+    if resolve_backend_name(backend) == "cuda":
+        from ..backends.cuda_setup import setup_scalars
+
+        return setup_scalars
+    return setup_scalars_cpu
+
+
+def fixed_base_function(device: str):
+    """(group, uint64[k, 4] scalars) -> point array: fixed_base_mul_array (every CPU core) or,
+    for "cuda", cuda_fixed_base.fixed_base_mul_gpu (bit-identical)."""
+    if device == "cpu":
+        return fixed_base_mul_array
+    if device == "cuda":
+        from ..backends.cuda_fixed_base import fixed_base_mul_gpu
+
+        return fixed_base_mul_gpu
+    raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")
+
+
+def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
+              fixed_base: str | None = None) -> ProvingKey:
+    """A proving key for cs from toxic waste derived from seed (deterministic, insecure).
+    ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either way);
+    ``fixed_base`` where the point multiplications run ("cpu": every core, "cuda": the GPU; by
+    default the resolved backend)."""
+    from ..backends import resolve_backend_name
+
+    log.warning(INSECURE_WARNING.format(seed=seed))
+    mul = fixed_base_function(fixed_base or resolve_backend_name(backend))
+    rng = random.Random(f"cuzk-ray dev setup {seed}")
+    tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
+    t0 = time.perf_counter()
+    sc = scalars_function(backend)(cs, tau, alpha, beta, gamma, delta)
+    p, m_w, n = cs.n_public, cs.n_wires, len(sc["h"])
+    g1_scalars = np.concatenate([sc["u"], sc["v"], sc["ic"], sc["l"], sc["h"], fr_to_limbs([alpha, beta, delta])])
     pts = mul("g1", g1_scalars)
-    m_w = cs.n_wires
     cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
     a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
-    g2_pts = mul("g2", np.concatenate([v, np.array([beta, gamma, delta], dtype=object)]))
+    g2_pts = mul("g2", np.concatenate([sc["v"], fr_to_limbs([beta, gamma, delta])]))
     b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
     vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
                       delta_g2=g2_singles[2:3], ic=ic)

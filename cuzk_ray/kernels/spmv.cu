@@ -1,0 +1,84 @@
+// Sparse matrix-vector products over Fr for a, b, c = A.w, B.w, C.w (prover) and u = A^T L
+// (setup), with the constraint matrices resident in VRAM; plus the small elementwise kernels of
+// the setup scalars (Lagrange values at tau, linear combinations).
+//
+// Matrix layout (built once per constraint system by backends/cuda_spmv.py):
+//   indptr  u64[rows + 1]       CSR row starts
+//   entries uint2[nnz]          (column, code) per non-zero
+//   table   Fr[k], Montgomery   coefficient of code t is table[t]; codes 0 and 1 are +1 and -1
+// Vectors (witness, a, b, c, L) are standard-form Fr, 8 x 32-bit words per element. A Montgomery
+// product of a standard x with c*R is x*c in standard form, so no conversion pass is needed.
+// Costs per non-zero: one 32-byte gather of x, one 8-byte entry load, and with `fast` set, an
+// add (code 0) or a sub (code 1) instead of a multiplication (256 mad); other codes 1 Fr mul.
+#include "ff/bls12_381.cuh"
+
+typedef fr_t F;
+
+// out[i] for i < n: row i of the matrix times x for i < rows; x[i - rows] for rows <= i < rows +
+// copy_rows (the QAP's public-input rows of A: a_(m+s) = w_s); 0 above (domain padding).
+// One thread per row; rows are short in R1CS (1-3 terms, 32 for a packing row).
+extern "C" __global__ void spmv_csr(u32* out, const u64* indptr, const uint2* entries, const u32* table,
+                                    const u32* x, u64 rows, u64 n, u64 copy_rows, int fast) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F acc = F::zero();
+    if (i < rows) {
+        const u64 end = indptr[i + 1];
+        for (u64 e = indptr[i]; e < end; e++) {
+            const uint2 ent = entries[e];
+            const F v = load<fr_params>(x, ent.x);
+            if (fast && ent.y == 0)
+                acc = acc + v;
+            else if (fast && ent.y == 1)
+                acc = acc - v;
+            else
+                acc = acc + v * load<fr_params>(table, ent.y);
+        }
+    } else if (i - rows < copy_rows) {
+        acc = load<fr_params>(x, i - rows);
+    }
+    store(out, i, acc);
+}
+
+// c = a * b on n elements, all standard form (c = A.w * B.w when C is not stored). 2 mul.
+extern "C" __global__ void fr_mul_std(u32* c, const u32* a, const u32* b, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(c, i, load<fr_params>(a, i) * to_mont(load<fr_params>(b, i)));
+}
+
+// x <- x * R (standard -> Montgomery form) in place. 1 mul.
+extern "C" __global__ void fr_to_mont(u32* x, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(x, i, to_mont(load<fr_params>(x, i)));
+}
+
+// Lagrange-type values at tau on a coset of roots: with root_j = hi[j >> lo_bits] * lo[j & mask]
+// (Montgomery), out[j] = root_j / (tau - root_j) * factor, standard form (factor is standard, so
+// the last Montgomery product leaves the Montgomery form). tau - root_j must be non-zero (the
+// caller checks that tau is not on the domain). ~390 mul per element (Fermat inverse).
+extern "C" __global__ void lagrange_at_tau(u32* out, u64 n, const u32* hi, const u32* lo, int lo_bits,
+                                           const u32* consts /* [tau (Montgomery), factor (standard)] */) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const F root = load<fr_params>(hi, i >> lo_bits) * load<fr_params>(lo, i & ((1ull << lo_bits) - 1));
+    const F tau = load<fr_params>(consts, 0), factor = load<fr_params>(consts, 1);
+    store(out, i, root * inverse(tau - root) * factor);
+}
+
+// out = x * k0 + y * k1 + z on n standard-form elements; k0, k1 Montgomery (consts[0], consts[1]).
+// 2 mul + 2 add.
+extern "C" __global__ void fr_lincomb3(u32* out, const u32* x, const u32* y, const u32* z, const u32* consts, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(out, i, load<fr_params>(x, i) * load<fr_params>(consts, 0) + load<fr_params>(y, i) * load<fr_params>(consts, 1) +
+                      load<fr_params>(z, i));
+}
+
+// out = x * k on n standard-form elements; k Montgomery (consts[0]). 1 mul.
+extern "C" __global__ void fr_scale(u32* out, const u32* x, const u32* consts, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(out, i, load<fr_params>(x, i) * load<fr_params>(consts, 0));
+}

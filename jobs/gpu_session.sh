@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One GPU-machine session in one call (../shared/device/README.md: few, full calls): install the
+# carried wheels, run the phases named on the command line, and pack logs and results into
+# $OUT/results.tgz (the device tool brings back at most 8 files).
+#
+#   bash jobs/gpu_session.sh PHASE...
+#     tests                      every test marked gpu (pytest -m gpu)
+#     kernels:ARGS               jobs/bench_kernels.py ARGS (commas become spaces)
+#     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (commas become spaces)
+#     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES
+#
+# Kernels come precompiled when .cubin/ travels (python -m cuzk_ray.kernels.build --out .cubin
+# here); otherwise NVRTC compiles them on the device (~2 min for the MSM modules).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-outputs/gpu-session}
+R="$OUT/r"
+mkdir -p "$R"
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/*.tar.gz || exit 1
+fi
+export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
+export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
+export HYDRA_FULL_ERROR=1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u; } > "$R/machine.txt" 2>&1
+ls "$CUZK_CUBIN_DIR" >> "$R/machine.txt" 2>&1
+
+status=0
+for phase in "$@"; do
+    kind=${phase%%:*}
+    rest=${phase#*:}
+    t0=$(date +%s)
+    case $kind in
+        tests)
+            python3 -m pytest -q -m gpu tests 2>&1 | tee "$R/pytest-gpu.log" || status=1 ;;
+        kernels)
+            # shellcheck disable=SC2086
+            python3 jobs/bench_kernels.py ${rest//,/ } 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;
+        prove)
+            name=${rest%%:*}; over=${rest#*:}
+            # shellcheck disable=SC2086
+            python3 jobs/prove.py backend=cuda output_dir="$R/prove-$name" ${over//,/ } 2>&1 | tee "$R/prove-$name.log" || status=1 ;;
+        bench)
+            name=${rest%%:*}; over=${rest#*:}
+            # shellcheck disable=SC2086
+            python3 jobs/bench.py hardware=h200 plots=false output_dir="$R/bench-$name" ${over//,/ } 2>&1 | tee "$R/bench-$name.log" || status=1 ;;
+        *)
+            echo "unknown phase $phase" >&2; status=2 ;;
+    esac
+    echo "== $phase: $(( $(date +%s) - t0 )) s" | tee -a "$R/phases.txt"
+done
+# proofs/ trees are many small files: one tarball; no key bundles or caches in it
+tar czf "$OUT/results.tgz" -C "$OUT" --exclude='*.npy' r
+exit $status

@@ -1,0 +1,114 @@
+"""CPU side of the witness -> h API and of the refactored development setup (no GPU needed)."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from cuzk_ray import qap
+from cuzk_ray.backends import cuda_available
+from cuzk_ray.backends.cpu import CpuBackend
+from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
+from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints
+from cuzk_ray.groth16 import setup
+from cuzk_ray.groth16.prover import prove
+from cuzk_ray.groth16.verifier import verify
+from cuzk_ray.timing import StageTimes
+
+
+def test_cpu_h_from_witness_equals_evaluate_then_h():
+    cs = build_circuit(256, 4)
+    w = synthesize(256, 4, seed=9)
+    be = CpuBackend()
+    times = StageTimes()
+    h = be.compute_h_from_witness(cs, w, times)
+    a, b, c = qap.evaluations(cs, limbs_to_ints(w))
+    assert h.dtype == np.uint64 and h.shape == (256, 4)
+    assert np.array_equal(h, be.compute_h(a, b, c))
+    assert set(times) == {"abc", "h"}
+    assert be.load_cs(cs) is cs
+    bad = w.copy()  # negative: another witness gives another h
+    bad[10, 0] ^= np.uint64(1)
+    assert not np.array_equal(h, be.compute_h_from_witness(cs, bad))
+
+
+def test_prove_records_abc_and_h_on_cpu_and_checks_sizes():
+    cs = build_circuit(64, 1)
+    pk = setup.dev_setup(cs, seed=3)
+    w = synthesize(64, 1, seed=2)
+    times = StageTimes()
+    proof = prove(pk, cs, w, 5, 6, CpuBackend(), times)
+    assert {"abc", "h", "msm_h"} <= set(times)
+    assert verify(pk.vk, public_inputs(w, 1), proof)
+    with pytest.raises(ValueError, match="witness has 3 values"):
+        prove(pk, cs, w[:3], 5, 6, CpuBackend())
+    with pytest.raises(ValueError, match="does not match the key"):
+        prove(pk, build_circuit(128, 1), w, 5, 6, CpuBackend())
+
+
+def _key_digest(pk) -> str:
+    h = hashlib.sha256()
+    for name in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query", "beta_g1", "delta_g1"):
+        h.update(getattr(pk, name).tobytes())
+    for name in ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic"):
+        h.update(getattr(pk.vk, name).tobytes())
+    return h.hexdigest()
+
+
+# Digests of the keys made by main's dev_setup (commit 2678214, before the scalar side was split
+# out) for porep circuits (constraints, public) and seed constraints + 7.
+MAIN_DIGESTS = {
+    (64, 1): "db7ced1d70750542d8b4a9d00911b37610e96ce1e852ab4269198662c1aed408",
+    (256, 4): "d8c4c8f2cf080871e1954bb969a5793e9bb9325d1132892f86f3134594feecba",
+    (2048, 3): "9b838f04007a636e76262f952b258c156ff56892b5ef17d7b87795b24a95c050",
+}
+
+
+@pytest.mark.parametrize("constraints,public", list(MAIN_DIGESTS))
+def test_dev_setup_key_bytes_unchanged(constraints, public):
+    pk = setup.dev_setup(build_circuit(constraints, public), seed=constraints + 7)
+    assert _key_digest(pk) == MAIN_DIGESTS[(constraints, public)]
+    if constraints == 64:  # negative: another seed, another key
+        assert _key_digest(setup.dev_setup(build_circuit(64, 1), seed=1)) != MAIN_DIGESTS[(64, 1)]
+
+
+def test_setup_scalars_cpu_formulas():
+    cs = build_circuit(128, 2)
+    tau, alpha, beta, gamma, delta = 1234567, 11, 13, 17, 19
+    sc = setup.setup_scalars_cpu(cs, tau, alpha, beta, gamma, delta)
+    assert set(sc) == {"u", "v", "w", "ic", "l", "h"}
+    assert all(x.dtype == np.uint64 and x.shape[1] == 4 for x in sc.values())
+    u, v, w = (limbs_to_ints(sc[k]) for k in "uvw")
+    lc = (beta * u + alpha * v + w) % R_MOD
+    assert list(limbs_to_ints(sc["ic"]) * gamma % R_MOD) == list(lc[:3])
+    assert list(limbs_to_ints(sc["l"]) * delta % R_MOD) == list(lc[3:])
+    n = qap.domain_size(cs.n_constraints, 2)
+    assert list(limbs_to_ints(sc["h"]) * delta % R_MOD) == list(qap.h_query_scalars(tau, n))
+    # u_i(tau) by definition: sum_j A[j, i] L_j(tau) + L_(m+i)(tau) for the public wires
+    lag = qap.lagrange_at(tau, n)
+    coeffs = cs.A.coefficients()
+    want0 = sum(int(coeffs[e]) * int(lag[j]) for j in range(cs.n_constraints)
+                for e in range(cs.A.indptr[j], cs.A.indptr[j + 1]) if cs.A.indices[e] == 0) + lag[cs.n_constraints]
+    assert int(u[0]) == want0 % R_MOD and int(u[1]) != want0 % R_MOD
+    assert setup.scalars_function("cpu") is setup.setup_scalars_cpu
+
+
+@pytest.mark.skipif(cuda_available(), reason="checks the message shown without a GPU")
+def test_dev_setup_cuda_without_gpu_says_so():
+    with pytest.raises(RuntimeError, match="CuPy|GPU"):
+        setup.dev_setup(build_circuit(64, 1), seed=1, backend="cuda")
+    assert setup.scalars_function("auto") is setup.setup_scalars_cpu
+
+
+def test_fr_to_limbs_round_trip_for_setup_constants():
+    assert list(limbs_to_ints(fr_to_limbs([R_MOD - 1, 0, 1]))) == [R_MOD - 1, 0, 1]
+
+
+def test_host_bytes_estimate_cuda_holds_only_the_witness_twice():
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.pipeline import partition_host_bytes
+
+    c = PorepCircuit(constraints=1 << 16)
+    cpu, cuda = partition_host_bytes(c, 1 << 16), partition_host_bytes(c, 1 << 16, "cuda")
+    assert cuda == 2 * c.witness_bytes()  # the Arrow batch and its pinned staging copy
+    assert cpu > 2 * cuda  # a, b, c as ints and the witness as ints as well on the CPU path
