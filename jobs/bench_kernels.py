@@ -1,10 +1,15 @@
-"""Time the GPU kernels (NTT, H, G1 MSM) against DESIGN.md's figures.
+"""Time the GPU kernels (NTT, H, G1 and G2 MSM, fixed-base multiplication) against DESIGN.md's figures.
 
-    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--pass KERNEL]
+    python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--pass KERNEL] [--msm L]
+                                 [--msm-g2 L] [--fixed L]
         SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes; "-" for no NTT/H table.
         --h-max: largest size for H (default: all); --pass: ntt_pass (default), ntt_pass_r4,
         ntt_pass_tws (see cuzk_ray.backends.cuda.PASS_KERNEL).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
+        --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
+        --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
+        --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
+        --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
 Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
@@ -24,6 +29,11 @@ Times are medians over N runs (default 7) after one warm-up, measured with CUDA 
 the device work only (inputs already in VRAM, results left there). Each timed result is checked
 (NTT by a round trip, H against the inverse-free identity below) so a broken kernel cannot post
 a fast time.
+G2 MSM: as the G1 MSM (wall-clock medians, bases (j + 2) * Q tiled from 1024 distinct points,
+every result checked exactly), beside DESIGN.md's G2 target (<= 330 ms at 2^24, ~3x G1).
+Fixed-base: wall-clock of fixed_base_mul_gpu from device scalars to the numpy result on the host
+(the download included, as the setup uses it), median of N runs after a warm-up at 2^16; 64
+results of each run's output checked against arkworks (cuzk_ray.msm.fixed_base_mul_array).
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from cuzk_ray.kernels.loader import require_cupy
 NTT_FLOOR_24_MS = 5.0  # compute-bound estimate; scaled by n log n for other sizes ("~")
 NTT_PUBLISHED = {21: "0.76 (4090)"}
 NTT_TARGET_MS = {24: 6.0, 27: 60.0}
+G2_MSM_TARGET_24_MS = 330.0  # DESIGN.md: ~3x G1; best published ~2.8x G1 (ICICLE, 4090)
 
 
 def parse_sizes(arg: str) -> list[int]:
@@ -74,6 +85,7 @@ def time_ms(cp, fn, runs: int) -> float:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
+    g2_sizes, fixed_sizes, g2_windows, g2_defines = [], [], [], []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -84,6 +96,16 @@ def main(argv: list[str]) -> None:
         elif a == "--msm":
             v = args.pop(0)
             msm_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--msm-g2":
+            v = args.pop(0)
+            g2_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--g2-windows":
+            g2_windows = parse_sizes(args.pop(0))
+        elif a == "--g2-defines":
+            g2_defines = args.pop(0).split(",")
+        elif a == "--fixed":
+            v = args.pop(0)
+            fixed_sizes = [] if v == "-" else parse_sizes(v)
         elif a == "--spmv":
             v = args.pop(0)
             spmv_sizes = [] if v == "-" else parse_sizes(v)
@@ -128,6 +150,10 @@ def main(argv: list[str]) -> None:
         cp.get_default_memory_pool().free_all_blocks()
     if msm_sizes:
         bench_msm(cp, msm_sizes, runs)
+    if g2_sizes:
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, tuple(g2_defines))
+    if fixed_sizes:
+        bench_fixed_base(cp, fixed_sizes, runs)
     if spmv_sizes:
         bench_spmv(cp, spmv_sizes, runs)
     if setup_sizes:
@@ -266,10 +292,15 @@ def msm_scalars(cp, n: int, kind: str, seed: int):
 
 
 def msm_expected(cp, sc, start, period: int):
-    """Oracle for bases P_i = (i mod period + 2) * start: (sum_i s_i (i mod period + 2) mod r) * start,
-    the per-class scalar sums exact in 32-bit halves (n / period < 2^32 terms of < 2^32 each)."""
+    """Oracle for bases P_i = (i mod period + 2) * start: (sum_i s_i (i mod period + 2) mod r) * start."""
     from cuzk_ray.backends import g1_ref
 
+    return g1_ref.affine_mul(msm_expected_scalar(cp, sc, period), start)
+
+
+def msm_expected_scalar(cp, sc, period: int) -> int:
+    """sum_i s_i (i mod period + 2) mod r, the per-class scalar sums exact in 32-bit halves
+    (n / period < 2^32 terms of < 2^32 each)."""
     n = sc.shape[0]
     lo = (sc & cp.uint64(0xFFFFFFFF)).reshape(n // period, period, 4).sum(axis=0)
     hi = (sc >> cp.uint64(32)).reshape(n // period, period, 4).sum(axis=0)
@@ -278,7 +309,7 @@ def msm_expected(cp, sc, start, period: int):
     for j in range(period):
         s_j = sum((int(lo[j, k]) + (int(hi[j, k]) << 32)) << (64 * k) for k in range(4))
         total += (j + 2) * s_j
-    return g1_ref.affine_mul(total % R_MOD, start)
+    return total % R_MOD
 
 
 def bench_msm(cp, sizes, runs: int) -> None:
@@ -317,6 +348,77 @@ def bench_msm(cp, sizes, runs: int) -> None:
             del sc
         del pts
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
+    import dataclasses
+    import time
+
+    from py_arkworks_bls12381 import G2Point, Scalar
+
+    from cuzk_ray.backends.cuda_msm import G2, default_window, msm
+    from cuzk_ray.curve import g2_array
+
+    variants = [("", G2)] + ([(" " + ",".join(defines), dataclasses.replace(G2, defines=defines))] if defines else [])
+
+    start = G2Point() * Scalar(int(np.random.default_rng(12).integers(1, 2**62)))
+    distinct, acc = [], start
+    for _ in range(1024):
+        acc = acc + start
+        distinct.append(acc)  # distinct[j] = (j + 2) * start
+    rows = g2_array(distinct)
+    print(f"\n| log2 n | scalars | window | G2 MSM ms (median of {runs}) | min ms | G2 / G1 target ms (2^24) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for log_n in sizes:
+        n = 1 << log_n
+        pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1, 1))[:n]))
+        cases = [(kind, None, tag, g) for kind in ("uniform", "90% bits") for tag, g in variants]
+        cases += [("uniform", c, tag, g) for c in windows for tag, g in variants]
+        for kind, window, tag, g in cases:
+            sc = msm_scalars(cp, n, kind, log_n + 300)
+            res = msm(g, pts, sc, window)  # warm-up
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                res = msm(g, pts, sc, window)
+                times.append((time.perf_counter() - t0) * 1e3)
+            want = g2_array([start * Scalar(msm_expected_scalar(cp, sc, min(n, 1024)))])[0]
+            ok = np.array_equal(res, want)
+            target = f"{G2_MSM_TARGET_24_MS:.0f} (DESIGN; ~3x G1 110)" if log_n == 24 else ""
+            print(f"| {log_n} | {kind}{tag} | {window or default_window(n)} | {statistics.median(times):.2f} | "
+                  f"{min(times):.2f} | {target} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+            del sc
+        del pts
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_fixed_base(cp, sizes, runs: int) -> None:
+    import time
+
+    from cuzk_ray.backends.cuda_fixed_base import fixed_base_mul_gpu
+    from cuzk_ray.msm import fixed_base_mul_array
+
+    print(f"\n| log2 n | group | fixed-base ms (median of {runs}, to host) | M points/s |")
+    print("|---:|---|---:|---:|")
+    for group in ("g1", "g2"):
+        fixed_base_mul_gpu(group, random_fr(cp, (1 << 16, 4), 1))  # warm-up: compile, window table
+        for log_n in sizes:
+            sc = random_fr(cp, (1 << log_n, 4), log_n + 400)
+            sc[:3] = cp.asarray(np.array([[0, 0, 0, 0], [1, 0, 0, 0], [2, 0, 0, 0]], dtype=np.uint64))
+            times, out = [], None
+            for _ in range(runs):
+                del out
+                t0 = time.perf_counter()
+                out = fixed_base_mul_gpu(group, sc)
+                times.append((time.perf_counter() - t0) * 1e3)
+            idx = np.r_[0:3, np.random.default_rng(log_n).integers(0, 1 << log_n, 61)]
+            want = fixed_base_mul_array(group, cp.asnumpy(sc[cp.asarray(idx)]), workers=1)
+            ok = np.array_equal(out[idx], want)
+            ms = statistics.median(times)
+            print(f"| {log_n} | {group} | {ms:.1f} | {(1 << log_n) / ms / 1e3:.1f} |" + ("" if ok else "  RESULT CHECK FAILED"),
+                  flush=True)
+            del sc, out
+            cp.get_default_memory_pool().free_all_blocks()
 
 
 def check_h(cp, abc, h) -> bool:

@@ -46,7 +46,7 @@ def test_vram_check_names_the_shortfall(backends, monkeypatch):
     cs = build_circuit(64, 1)
     pk = dev_setup(cs, seed=1)
     monkeypatch.setattr(gpu_mod, "VRAM_MARGIN", 1 << 50)
-    with pytest.raises(MemoryError, match="GPU memory: the key's G1 queries need"):
+    with pytest.raises(MemoryError, match=r"GPU memory: the key.s queries \(G1 and G2\) need"):
         gpu_mod.CudaBackend().load_key(pk)
 
 

@@ -114,6 +114,29 @@ def test_dev_setup_is_deterministic():
     assert not np.array_equal(k1.h_query, k3.h_query)
 
 
+def test_dev_setup_fixed_base_on_the_gpu_path(monkeypatch):
+    """fixed_base="cuda" hands standard-form limbs to cuda_fixed_base.fixed_base_mul_gpu (here a
+    stand-in on the CPU; the GPU function itself is checked in tests/test_g2_gpu.py)."""
+    from cuzk_ray.backends import cuda_fixed_base
+    from cuzk_ray.msm import fixed_base_mul_array
+
+    calls = []
+
+    def fake(group, limbs):
+        assert limbs.dtype == np.uint64 and limbs.shape[1] == 4
+        calls.append(group)
+        return fixed_base_mul_array(group, limbs)
+
+    monkeypatch.setattr(cuda_fixed_base, "fixed_base_mul_gpu", fake)
+    cs = build_circuit(64, 1)
+    k_gpu, k_cpu = dev_setup(cs, 3, fixed_base="cuda"), dev_setup(cs, 3)
+    assert calls == ["g1", "g2"]
+    for q in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
+        assert np.array_equal(getattr(k_gpu, q), getattr(k_cpu, q)), q
+    with pytest.raises(ValueError, match="not 'cpu' or 'cuda'"):
+        dev_setup(cs, 3, fixed_base="tpu")
+
+
 def test_snarkjs_verifies_our_proofs_and_rejects_tampered(tmp_path, backend, snarkjs):
     cs, pk = porep_key(256)
     w = synthesize(256, seed=9)

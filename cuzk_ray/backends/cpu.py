@@ -24,17 +24,20 @@ from ..timing import StageTimes
 class ResidentKey:
     """A proving key's points as arkworks objects (the CPU analogue of bases kept in VRAM)."""
 
-    def __init__(self, pk: ProvingKey, g1_queries: bool = True):
+    def __init__(self, pk: ProvingKey, g1_queries: bool = True, g2_queries: bool = True):
         self.pk = pk
         self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0] for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
         self.beta_g2, self.delta_g2 = (g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
-        self.queries = {"b_g2_query": g2_points(pk.b_g2_query)}
+        self.queries = {}
+        if g2_queries:  # the GPU backend keeps it in VRAM instead
+            self.queries["b_g2_query"] = g2_points(pk.b_g2_query)
         if g1_queries:  # the GPU backend keeps these in VRAM instead
             self.queries.update({q: g1_points(getattr(pk, q)) for q in ("a_query", "b_g1_query", "l_query", "h_query")})
 
 
 class CpuBackend:
     name = "cpu"
+    split_g2 = True  # the prover runs the G2 MSM in two halves, on two threads (two cores)
 
     # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
     # costs ~0.35 s (numba import, kernels loaded from numba's cache): below 2^14 the reference

@@ -1,15 +1,16 @@
-"""The ``cuda`` proving backend: the interface of CpuBackend, with the H computation and the G1
-MSMs on the GPU and the G1 bases resident in VRAM.
+"""The ``cuda`` proving backend: the interface of CpuBackend, with the H computation and every
+MSM on the GPU and the bases resident in VRAM.
 
-  load_key(pk)   G1 queries (a, b_g1, l, h) uploaded once and kept; free VRAM checked first
+  load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept; free VRAM
+                 checked first; only single points (alpha, beta, delta) become arkworks objects
   load_cs(cs)    constraint matrices uploaded once and kept (cuda_spmv.DeviceConstraintSystem)
   compute_h_from_witness(cs, w)
                  witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
                  returned as a cupy array and fed to the H MSM without a host round trip
   compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
   msm_g1         kernels/msm.cu on the resident bases (scalars numpy or cupy)
-  msm_g2         py-arkworks on the CPU, on the backend's threads, overlapping the GPU work
-                 (SupraSeal also keeps B_G2 off the GPU's critical path)
+  msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
+                 (split_g2 = False: the prover does not cut it in halves as for the CPU)
 
 One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
 and a pinned host pool for uploads.
@@ -25,11 +26,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..curve import g1_points
+from ..curve import g1_points, g2_points
 from ..field import FR_LIMBS, as_fr_limbs
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
-from ..msm import msm_g2
 from .cpu import ResidentKey
 
 VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
@@ -40,19 +40,21 @@ _account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", de
 
 
 class GpuKey:
-    """A proving key with its G1 queries in VRAM (and the CPU-side points for G2 and assembly)."""
+    """A proving key with its queries in VRAM (and the single points for assembly on the CPU)."""
 
     G1_QUERIES = ("a_query", "b_g1_query", "l_query", "h_query")
+    G2_QUERIES = ("b_g2_query",)
 
     def __init__(self, pk: ProvingKey, cp):
         self.pk = pk
-        need = sum(getattr(pk, q).nbytes for q in self.G1_QUERIES)
+        names = self.G1_QUERIES + self.G2_QUERIES
+        need = sum(getattr(pk, q).nbytes for q in names)
         free, _total = cp.cuda.runtime.memGetInfo()
         if need + VRAM_MARGIN > free:
-            raise MemoryError(f"GPU memory: the key's G1 queries need {need / 2**30:.2f} GiB, "
+            raise MemoryError(f"GPU memory: the key's queries (G1 and G2) need {need / 2**30:.2f} GiB, "
                               f"{free / 2**30:.2f} GiB free (margin {VRAM_MARGIN / 2**30:.0f} GiB)")
-        self.device = {q: cp.asarray(np.ascontiguousarray(getattr(pk, q))) for q in self.G1_QUERIES}
-        self.cpu = ResidentKey(pk, g1_queries=False)
+        self.device = {q: cp.asarray(np.ascontiguousarray(getattr(pk, q))) for q in names}
+        self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
             setattr(self, name, getattr(self.cpu, name))
@@ -61,6 +63,7 @@ class GpuKey:
 
 class CudaBackend:
     name = "cuda"
+    split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
 
     def __init__(self, threads: int = 2):
         self.cp = require_cupy()
@@ -190,8 +193,21 @@ class CudaBackend:
         return g1_points(aff.reshape(1, 2, 6))[0]
 
     def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
-        """On the CPU (py-arkworks), on a slice of the bases like CpuBackend.msm_g2."""
-        return msm_g2(key.queries[query], scalars, start)
+        """sum_i scalars[i] * query[start + i] in G2 on the GPU. Without start the counts must
+        match; with it the scalars cover a slice of the resident bases (a view, no copy)."""
+        from .cuda_msm import msm_g2
+
+        bases = key.device[query]
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
+        if start is None:
+            if len(s) != len(bases):
+                raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
+        else:
+            if start < 0 or start + len(s) > len(bases):
+                raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {len(bases)} bases")
+            bases = bases[start : start + len(s)]
+        aff = self._timed_gpu(msm_g2, bases, s)
+        return g2_points(aff.reshape(1, 2, 2, 6))[0]
 
     def submit(self, fn, *args):
         return self.pool.submit(contextvars.copy_context().run, fn, *args)

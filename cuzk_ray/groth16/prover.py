@@ -62,9 +62,9 @@ def _on_device(x) -> bool:
 
 def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
     times = StageTimes() if times is None else times
-    if _on_device(witness):  # the G2 MSM runs on the CPU: one download of the witness
-        witness = witness.get()
-    w, h = as_fr_limbs(witness), h if _on_device(h) else as_fr_limbs(h)
+    # device arrays stay on the device: every MSM of the cuda backend (G2 included) reads them there
+    w = witness if _on_device(witness) else as_fr_limbs(witness)
+    h = h if _on_device(h) else as_fr_limbs(h)
     if len(h) != pk.domain_size:
         raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
     if len(w) != pk.n_wires:
@@ -78,9 +78,11 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
                 return fn(*args)
         return backend.submit(run)
 
-    # The G2 MSM is the longest (~3x a G1 MSM): start it first, in two halves so that two
-    # threads share it instead of one thread finishing it alone after the G1 MSMs.
-    half = len(w) // 2 if len(w) >= G2_SPLIT_MIN else len(w)
+    # The G2 MSM is the longest (~3x a G1 MSM): start it first. On a backend with split_g2 (the
+    # CPU) in two halves, so that two threads share it instead of one finishing it alone after the
+    # G1 MSMs; a GPU backend runs it whole.
+    split = getattr(backend, "split_g2", True) and len(w) >= G2_SPLIT_MIN
+    half = len(w) // 2 if split else len(w)
     jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[:half], 0)}
     if half < len(w):
         jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w[half:], half)

@@ -70,21 +70,38 @@ def scalars_function(backend: str = "cpu"):
     return setup_scalars_cpu
 
 
-def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu") -> ProvingKey:
+def fixed_base_function(device: str):
+    """(group, uint64[k, 4] scalars) -> point array: fixed_base_mul_array (every CPU core) or,
+    for "cuda", cuda_fixed_base.fixed_base_mul_gpu (bit-identical)."""
+    if device == "cpu":
+        return fixed_base_mul_array
+    if device == "cuda":
+        from ..backends.cuda_fixed_base import fixed_base_mul_gpu
+
+        return fixed_base_mul_gpu
+    raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")
+
+
+def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
+              fixed_base: str | None = None) -> ProvingKey:
     """A proving key for cs from toxic waste derived from seed (deterministic, insecure).
-    ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either way); the
-    fixed-base multiplications run on every core."""
+    ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either way);
+    ``fixed_base`` where the point multiplications run ("cpu": every core, "cuda": the GPU; by
+    default the resolved backend)."""
+    from ..backends import resolve_backend_name
+
     log.warning(INSECURE_WARNING.format(seed=seed))
+    mul = fixed_base_function(fixed_base or resolve_backend_name(backend))
     rng = random.Random(f"cuzk-ray dev setup {seed}")
     tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
     t0 = time.perf_counter()
     sc = scalars_function(backend)(cs, tau, alpha, beta, gamma, delta)
     p, m_w, n = cs.n_public, cs.n_wires, len(sc["h"])
     g1_scalars = np.concatenate([sc["u"], sc["v"], sc["ic"], sc["l"], sc["h"], fr_to_limbs([alpha, beta, delta])])
-    pts = fixed_base_mul_array("g1", g1_scalars)  # on every core for large keys
+    pts = mul("g1", g1_scalars)
     cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
     a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
-    g2_pts = fixed_base_mul_array("g2", np.concatenate([sc["v"], fr_to_limbs([beta, gamma, delta])]))
+    g2_pts = mul("g2", np.concatenate([sc["v"], fr_to_limbs([beta, gamma, delta])]))
     b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
     vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
                       delta_g2=g2_singles[2:3], ic=ic)

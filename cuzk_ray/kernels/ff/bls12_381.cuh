@@ -48,17 +48,31 @@ struct fp_params {
 typedef mont_t<fr_params> fr_t;
 typedef mont_t<fp_params> fp_t;
 
-// Fp2 = Fp[u]/(u^2 + 1), elements c0 + c1*u, both in Montgomery form.
+// Fp2 = Fp[u]/(u^2 + 1), elements c0 + c1*u, both in Montgomery form. The members mirror
+// mont_t's (zero, one, is_zero), so curve code can be written once for fp_t and fp2_t.
 struct fp2_t {
     fp_t c0, c1;
+
+    __device__ __forceinline__ static fp2_t zero() { return {fp_t::zero(), fp_t::zero()}; }
+    __device__ __forceinline__ static fp2_t one() { return {fp_t::one(), fp_t::zero()}; }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
 };
 
 __device__ __forceinline__ fp2_t operator+(const fp2_t& a, const fp2_t& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
 __device__ __forceinline__ fp2_t operator-(const fp2_t& a, const fp2_t& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+__device__ __forceinline__ fp2_t operator-(const fp2_t& a) { return {-a.c0, -a.c1}; }
+
+// Fp2 mul and sqr are out-of-line calls unless a module defines FP2_INLINE as __forceinline__:
+// the G2 curve formulas would otherwise inline ~100 Fp multiplications (~600 instructions each)
+// into every MSM kernel, which NVVM takes tens of minutes to optimise; a call per Fp2 mul
+// (arguments by value, in registers) costs little beside its 3 Fp multiplications.
+#ifndef FP2_INLINE
+#define FP2_INLINE __noinline__
+#endif
 
 // Karatsuba: 3 Fp mul + 5 add/sub.
 //   c0 = a0 b0 - a1 b1,  c1 = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1
-__device__ __forceinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b) {
+__device__ FP2_INLINE fp2_t operator*(const fp2_t a, const fp2_t b) {
     fp_t t0 = a.c0 * b.c0;
     fp_t t1 = a.c1 * b.c1;
     fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
@@ -66,7 +80,45 @@ __device__ __forceinline__ fp2_t operator*(const fp2_t& a, const fp2_t& b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 Fp mul.
-__device__ __forceinline__ fp2_t sqr(const fp2_t& a) {
+__device__ FP2_INLINE fp2_t sqr(const fp2_t a) {
     fp_t t = a.c0 * a.c1;
     return {(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
+}
+
+// a * (u + 1) = (a0 - a1) + (a0 + a1) u: 2 Fp add/sub (the G2 twist's non-residue; b = 4(u + 1)).
+__device__ __forceinline__ fp2_t mul_by_u_plus_1(const fp2_t& a) { return {a.c0 - a.c1, a.c0 + a.c1}; }
+
+// a * K for a small constant K: K - 1 additions (for a K of 3 or 4 cheaper than a mul).
+template <int K>
+__device__ __forceinline__ fp_t mul_small(const fp_t& a) {
+    static_assert(K >= 1 && K <= 8, "mul_small: 1 <= K <= 8");
+    fp_t r = a;
+#pragma unroll
+    for (int i = 1; i < K; i++) r = r + a;
+    return r;
+}
+template <int K>
+__device__ __forceinline__ fp2_t mul_small(const fp2_t& a) { return {mul_small<K>(a.c0), mul_small<K>(a.c1)}; }
+
+// 1 / a = (a0 - a1 u) / (a0^2 + a1^2); 0 maps to 0. One Fp inversion + 4 mul.
+__device__ __forceinline__ fp2_t inverse(const fp2_t& a) {
+    const fp_t t = inverse(sqr(a.c0) + sqr(a.c1));
+    return {a.c0 * t, -(a.c1 * t)};
+}
+
+__device__ __forceinline__ fp2_t to_mont(const fp2_t& a) { return {to_mont(a.c0), to_mont(a.c1)}; }
+__device__ __forceinline__ fp2_t from_mont(const fp2_t& a) { return {from_mont(a.c0), from_mont(a.c1)}; }
+
+// Element i of an array of F in global memory (fp_t: 12 words; fp2_t: c0 then c1, 24 words).
+template <class F> __device__ __forceinline__ F load_elem(const u32* base, u64 i);
+template <class F> __device__ __forceinline__ void store_elem(u32* base, u64 i, const F& a);
+
+template <> __device__ __forceinline__ fp_t load_elem<fp_t>(const u32* base, u64 i) { return load<fp_params>(base, i); }
+template <> __device__ __forceinline__ void store_elem<fp_t>(u32* base, u64 i, const fp_t& a) { store(base, i, a); }
+template <> __device__ __forceinline__ fp2_t load_elem<fp2_t>(const u32* base, u64 i) {
+    return {load<fp_params>(base, 2 * i), load<fp_params>(base, 2 * i + 1)};
+}
+template <> __device__ __forceinline__ void store_elem<fp2_t>(u32* base, u64 i, const fp2_t& a) {
+    store(base, 2 * i, a.c0);
+    store(base, 2 * i + 1, a.c1);
 }

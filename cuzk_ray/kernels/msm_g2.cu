@@ -1,0 +1,12 @@
+// G2 multi-scalar multiplication (Fp2 coordinates): the kernels of ec/msm_impl.cuh with the
+// prefix g2_ (g2_msm_digits, g2_msm_seg_points, ...). A module of its own so that the G1 module
+// does not compile the larger Fp2 code. Host side: cuzk_ray/backends/cuda_msm.py (group "g2").
+// The point formulas out of line: inlined, every G2 kernel ran out of its 255 registers and spilled
+// kilobytes per thread (ptxas -v); as calls the spills are gone. -DXYZZ_INLINE=__forceinline__
+// builds the inlined variant for comparison (jobs/bench_kernels.py --g2-defines).
+#ifndef XYZZ_INLINE
+#define XYZZ_INLINE __noinline__
+#endif
+#include "ec/msm_impl.cuh"
+
+DEFINE_MSM_KERNELS(fp2_t, g2_)
