@@ -5,9 +5,9 @@
 #
 #   bash jobs/gpu_session.sh PHASE...
 #     tests                      every test marked gpu (pytest -m gpu)
-#     kernels:ARGS               jobs/bench_kernels.py ARGS (commas become spaces)
-#     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (commas become spaces)
-#     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES
+#     kernels:ARGS               jobs/bench_kernels.py ARGS (one quoted argument, space-separated)
+#     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (one quoted argument, space-separated)
+#     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES (likewise)
 #
 # Kernels come precompiled when .cubin/ travels (python -m cuzk_ray.kernels.build --out .cubin
 # here); otherwise NVRTC compiles them on the device (~2 min for the MSM modules).
@@ -35,15 +35,15 @@ for phase in "$@"; do
             python3 -m pytest -q -m gpu tests 2>&1 | tee "$R/pytest-gpu.log" || status=1 ;;
         kernels)
             # shellcheck disable=SC2086
-            python3 jobs/bench_kernels.py ${rest//,/ } 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;
+            python3 jobs/bench_kernels.py ${rest} 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;
         prove)
             name=${rest%%:*}; over=${rest#*:}
             # shellcheck disable=SC2086
-            python3 jobs/prove.py backend=cuda output_dir="$R/prove-$name" ${over//,/ } 2>&1 | tee "$R/prove-$name.log" || status=1 ;;
+            python3 jobs/prove.py backend=cuda output_dir="$R/prove-$name" ${over} 2>&1 | tee "$R/prove-$name.log" || status=1 ;;
         bench)
             name=${rest%%:*}; over=${rest#*:}
             # shellcheck disable=SC2086
-            python3 jobs/bench.py hardware=h200 plots=false output_dir="$R/bench-$name" ${over//,/ } 2>&1 | tee "$R/bench-$name.log" || status=1 ;;
+            python3 jobs/bench.py hardware=h200 plots=false output_dir="$R/bench-$name" ${over} 2>&1 | tee "$R/bench-$name.log" || status=1 ;;
         *)
             echo "unknown phase $phase" >&2; status=2 ;;
     esac

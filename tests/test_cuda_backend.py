@@ -73,3 +73,57 @@ def test_engine_with_gpu_prover(tmp_path):
     assert not batch.failed and len(batch.results) == 8
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     assert all(r.times["gpu"] > 0 for r in batch.results)
+
+
+def test_stage_uploads_once_and_gpu_time_is_counted_per_context(backends):
+    """stage(): the witness on the device through pinned memory, bit for bit; a device array is
+    passed through. gpu_account(): kernels submitted to the backend's threads count towards the
+    context that submitted them, and only that one."""
+    cp = pytest.importorskip("cupy")
+    _cpu, gpu = backends
+    rng = np.random.default_rng(5)
+    w = rng.integers(0, 2**63, size=(4099, 4), dtype=np.uint64)
+    w[:, 3] &= (1 << 60) - 1  # < r
+    dev = gpu.stage(w)
+    assert isinstance(dev, cp.ndarray) and np.array_equal(dev.get(), w)
+    assert gpu.stage(dev) is dev
+    with gpu.gpu_account() as mine:
+        h = gpu.submit(gpu.compute_h, w[:4096], w[1:4097], w[2:4098]).result()
+    with gpu.gpu_account() as other:
+        pass
+    assert mine[0] > 0 and other[0] == 0
+    assert np.array_equal(np.asarray(h), np.asarray(gpu.compute_h(w[:4096], w[1:4097], w[2:4098])))
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_one_gpu_actor_overlaps_partitions_when_concurrent(tmp_path, concurrency):
+    """gpu_concurrency=2 on a real GPU: one actor works on two partitions at once (their proving
+    spans overlap), every proof verifies, each partition's GPU seconds are its own (their sum is
+    at most the wall time of the batch: one device); with 1 they never overlap (the twin)."""
+    import ray
+
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.engine import ProvingEngine
+    from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.groth16.verifier import verify
+
+    circuit = PorepCircuit(constraints=1 << 16, partitions=6)
+    cs = circuit.build()
+    pk = dev_setup(cs, 2, backend="cuda")
+    ray.init(address="local", num_cpus=4, num_gpus=1, include_dashboard=False, _node_ip_address="127.0.0.1")
+    try:
+        engine = ProvingEngine(pk, cs, circuit, backend="cuda", pw=6, threads=4, gpu_concurrency=concurrency)
+        assert len(engine.provers) == 1
+        batch = engine.run(1, seed=3)
+        engine.shutdown()
+    finally:
+        ray.shutdown()
+    assert not batch.failed and len(batch.results) == 6
+    assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+    assert all(r.times["gpu"] > 0 and "upload" in r.times for r in batch.results)
+    assert sum(r.times["gpu"] for r in batch.results) <= batch.wall_s
+    spans = sorted((min(a for st, a, _ in r.spans if st != "synthesis"), max(b for st, _, b in r.spans if st != "synthesis"))
+                   for r in batch.results)
+    overlapping = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    assert overlapping == (concurrency == 2), spans

@@ -112,3 +112,22 @@ def test_host_bytes_estimate_cuda_holds_only_the_witness_twice():
     cpu, cuda = partition_host_bytes(c, 1 << 16), partition_host_bytes(c, 1 << 16, "cuda")
     assert cuda == 2 * c.witness_bytes()  # the Arrow batch and its pinned staging copy
     assert cpu > 2 * cuda  # a, b, c as ints and the witness as ints as well on the CPU path
+
+
+def test_cpu_backend_without_numba_falls_back_to_the_reference_h(monkeypatch):
+    """A machine without numba (the GPU machine here) still proves on the CPU backend: the
+    reference H, same values."""
+    import sys
+
+    import numpy as np
+
+    from cuzk_ray.backends.cpu import CpuBackend
+
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.integers(0, 2**60, size=(16, 4), dtype=np.uint64) for _ in range(3))
+    want = CpuBackend(fast_h_min_size=0).compute_h(a, b, c)  # numba path
+    monkeypatch.setitem(sys.modules, "cuzk_ray.ntt_fast", None)  # import now raises ImportError
+    be = CpuBackend(fast_h_min_size=0)
+    be.warm_up()
+    assert be.fast_h_min_size == float("inf")
+    assert np.array_equal(be.compute_h(a, b, c), want)

@@ -11,6 +11,7 @@ Scalars and field vectors may be int vectors or standard-form limbs.
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import qap
@@ -19,6 +20,9 @@ from ..field import fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
 from ..msm import msm_g1, msm_g2
 from ..timing import StageTimes
+
+
+log = logging.getLogger(__name__)
 
 
 class ResidentKey:
@@ -57,8 +61,12 @@ class CpuBackend:
         for small keys (domain < 2^12), where the reference H is cheaper than loading numba."""
         if pk is not None and pk.domain_size < self.WARM_UP_MIN_SIZE:
             return
-        from ..ntt_fast import warm_up
-
+        try:
+            from ..ntt_fast import warm_up
+        except ImportError as e:
+            log.warning("fast CPU H unavailable (%s); using the reference (slow beyond 2^16)", e)
+            self.fast_h_min_size = float("inf")
+            return
         warm_up()
         self.fast_h_min_size = 0
 
@@ -70,9 +78,13 @@ class CpuBackend:
 
     def compute_h(self, a, b, c):
         if len(a) >= self.fast_h_min_size:
-            from ..ntt_fast import compute_h_fast  # imports numba: only when it pays
-
-            return compute_h_fast(a, b, c)
+            try:
+                from ..ntt_fast import compute_h_fast  # imports numba: only when it pays
+            except ImportError as e:  # e.g. a GPU machine with CuPy but no numba: the reference H
+                log.warning("fast CPU H unavailable (%s); using the reference (slow beyond 2^16)", e)
+                self.fast_h_min_size = float("inf")
+            else:
+                return compute_h_fast(a, b, c)
         h = qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
         return fr_to_limbs(h)
 
