@@ -61,22 +61,41 @@ class MemorySampler:
             self._thread.join()
 
 
-def summarize(batch, proofs: int, n_devices: int | None) -> dict:
-    """Steady-state numbers of a measured batch."""
-    stages = sorted({k for r in batch.results for k in r.times})
-    med = {st: float(np.median([r.times[st] for r in batch.results if st in r.times])) for st in stages}
-    gpu = sum(r.times.get("gpu", 0.0) for r in batch.results)
-    provers = max(1, len({r.prover_index for r in batch.results}))
+def steady_window(batch, warmup: int) -> tuple[list, float]:
+    """(measured partitions, window seconds) of a batch run as ``warmup`` + measured proofs in
+    one go, so the pipeline is full when measuring starts: a proof completes when its last
+    partition does; the window runs from the completion of the warmup-th proof to the last one's,
+    and the measured partitions are those of the proofs completing inside it. Without warm-up
+    proofs: every partition and the batch's wall time (pipeline fill included)."""
+    done: dict[str, float] = {}
+    for r in batch.results:
+        end = max((e for _, _, e in r.spans), default=0.0)
+        done[r.proof_id] = max(done.get(r.proof_id, 0.0), end)
+    order = sorted(done, key=done.get)
+    if warmup < 1 or len(order) <= warmup:
+        return list(batch.results), batch.wall_s
+    measured = set(order[warmup:])
+    return [r for r in batch.results if r.proof_id in measured], done[order[-1]] - done[order[warmup - 1]]
+
+
+def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dict:
+    """Steady-state numbers of a batch of ``warmup`` + ``proofs`` proofs (see steady_window)."""
+    results, wall = steady_window(batch, warmup)
+    stages = sorted({k for r in results for k in r.times})
+    med = {st: float(np.median([r.times[st] for r in results if st in r.times])) for st in stages}
+    gpu = sum(r.times.get("gpu", 0.0) for r in results)
+    provers = max(1, len({r.prover_index for r in results}))
     out = {
-        "proofs": proofs, "partitions": len(batch.results), "wall_s": batch.wall_s,
-        "s_per_proof": batch.wall_s / max(1, proofs), "stage_median_s": med,
-        "prover_busy_fraction": sum(r.times.get("prove_total", 0.0) for r in batch.results) / (batch.wall_s * provers),
+        "proofs": proofs, "warmup": warmup, "partitions": len(results), "wall_s": wall,
+        "batch_wall_s": batch.wall_s, "s_per_proof": wall / max(1, proofs), "stage_median_s": med,
+        # > 100 % when a prover works on several partitions at once (gpu_concurrency)
+        "prover_busy_fraction": sum(r.times.get("prove_total", 0.0) for r in results) / (wall * provers),
         "failed": batch.failed, "max_in_flight": batch.max_in_flight,
         "host_budget": batch.host_budget, "host_peak_reserved": batch.host_peak,
         "bytes_per_partition": batch.host_bytes_per_partition,
     }
     if n_devices:
-        out["gpu_busy_fraction"] = gpu / (batch.wall_s * n_devices)
+        out["gpu_busy_fraction"] = gpu / (wall * n_devices)
         peaks = [r.vram_peak for r in batch.results if r.vram_peak]
         out["vram_peak_bytes"] = max(peaks) if peaks else None
     return out

@@ -1,7 +1,9 @@
 """Steady-state benchmark of the engine: `python jobs/bench.py [key=value ...]` (Hydra).
 
-Warms up (``warmup`` proofs, not measured), then proves ``proofs`` proofs of the built-in
-PoRep-shaped circuit and reports seconds per proof, per-stage medians, prover and GPU busy
+Proves ``warmup`` + ``proofs`` proofs of the built-in PoRep-shaped circuit in one run and
+measures the steady state: from the completion of the last warm-up proof (actors warm, kernels
+loaded, pipeline full) to that of the last proof (cuzk_ray.bench.steady_window). Reports seconds
+per proof, per-stage medians, prover and GPU busy
 fractions, peak host memory of the Ray node and peak VRAM; checks every proof verifies; writes
 results.json, timeline.png and stages.png into output_dir; prints cuzk's published figures beside.
 """
@@ -48,9 +50,8 @@ def run(cfg: dict) -> int:
                 threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
                 gpu_workers_per_device=cfg["gpu_workers_per_device"],
                 gpu_concurrency=cfg["gpu_concurrency"], max_attempts=cfg["max_attempts"])
-            if cfg["warmup"]:
-                engine.run(cfg["warmup"], seed=cfg["seed"] + 10_000)
-            batch = engine.run(cfg["proofs"], seed=cfg["seed"])
+            # warm-up and measured proofs in one run: the pipeline is full when measuring starts
+            batch = engine.run(cfg["warmup"] + cfg["proofs"], seed=cfg["seed"])
             engine.shutdown()
         n_devices = None
         if resolve_backend_name(cfg["backend"]) == "cuda":
@@ -59,7 +60,7 @@ def run(cfg: dict) -> int:
         close()
     if batch.failed:
         raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
-    summary = summarize(batch, cfg["proofs"], n_devices)
+    summary = summarize(batch, cfg["proofs"], n_devices, cfg["warmup"])
     summary.update({
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
         "cpus": __import__("os").cpu_count(), "circuit": circuit.circuit_id, "backend": engine.backend,

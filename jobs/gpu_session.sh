@@ -17,11 +17,13 @@ OUT=${OUT:-outputs/gpu-session}
 R="$OUT/r"
 mkdir -p "$R"
 if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/*.tar.gz || exit 1
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/*.tar.gz \
+        || echo "carried wheels not installed; using the installed packages" >&2
 fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
 export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
 export HYDRA_FULL_ERROR=1
+T="timeout ${PHASE_TIMEOUT:-900}"  # seconds per phase: a hung phase must not eat the call
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u; } > "$R/machine.txt" 2>&1
 ls "$CUZK_CUBIN_DIR" >> "$R/machine.txt" 2>&1
 
@@ -32,18 +34,18 @@ for phase in "$@"; do
     t0=$(date +%s)
     case $kind in
         tests)
-            python3 -m pytest -q -m gpu tests 2>&1 | tee "$R/pytest-gpu.log" || status=1 ;;
+            $T python3 -m pytest -q -m gpu tests 2>&1 | tee "$R/pytest-gpu.log" || status=1 ;;
         kernels)
             # shellcheck disable=SC2086
-            python3 jobs/bench_kernels.py ${rest} 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;
+            $T python3 jobs/bench_kernels.py ${rest} 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;
         prove)
             name=${rest%%:*}; over=${rest#*:}
             # shellcheck disable=SC2086
-            python3 jobs/prove.py backend=cuda output_dir="$R/prove-$name" ${over} 2>&1 | tee "$R/prove-$name.log" || status=1 ;;
+            $T python3 jobs/prove.py backend=cuda output_dir="$R/prove-$name" ${over} 2>&1 | tee "$R/prove-$name.log" || status=1 ;;
         bench)
             name=${rest%%:*}; over=${rest#*:}
             # shellcheck disable=SC2086
-            python3 jobs/bench.py hardware=h200 plots=false output_dir="$R/bench-$name" ${over} 2>&1 | tee "$R/bench-$name.log" || status=1 ;;
+            $T python3 jobs/bench.py hardware=h200 plots=false output_dir="$R/bench-$name" ${over} 2>&1 | tee "$R/bench-$name.log" || status=1 ;;
         *)
             echo "unknown phase $phase" >&2; status=2 ;;
     esac

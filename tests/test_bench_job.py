@@ -43,3 +43,27 @@ def test_timeline_rows_give_concurrent_partitions_their_own_slot():
     # sequential partitions (no overlap) share one slot; synthesis spans do not count as overlap
     rows, labels = timeline_rows([rec(0, 0.0, 1.0), rec(0, 1.0, 2.0)])
     assert rows == [(0, 0), (0, 0)] and labels == [(0, 0)]
+
+
+def test_steady_window_starts_when_the_warm_up_proofs_complete():
+    from types import SimpleNamespace
+
+    from cuzk_ray.bench import steady_window, summarize
+
+    def part(pid, start, end, gpu):
+        return SimpleNamespace(proof_id=pid, spans=[("h", start, end)], times={"gpu": gpu, "prove_total": end - start},
+                               prover_index=0, vram_peak=None)
+
+    # proof 0 (warm-up, pipeline fill) done at t=10; proofs 1 and 2 done at 14 and 18
+    parts = [part("proof-000", 0, 8, 1.0), part("proof-000", 2, 10, 1.0), part("proof-001", 9, 14, 2.0),
+             part("proof-002", 12, 18, 2.0)]
+    batch = SimpleNamespace(results=parts, wall_s=20.0, failed={}, max_in_flight=2, host_budget=None,
+                            host_peak=0, host_bytes_per_partition=1)
+    measured, window = steady_window(batch, warmup=1)
+    assert window == 8 and {r.proof_id for r in measured} == {"proof-001", "proof-002"}
+    s = summarize(batch, 2, n_devices=1, warmup=1)
+    assert s["s_per_proof"] == 4 and s["partitions"] == 2 and s["gpu_busy_fraction"] == 0.5
+    assert s["batch_wall_s"] == 20.0
+    # no warm-up: everything, the batch's wall time (the twin)
+    measured, window = steady_window(batch, warmup=0)
+    assert window == 20.0 and len(measured) == 4
