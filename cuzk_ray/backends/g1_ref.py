@@ -41,15 +41,21 @@ def affine_add(p, q):
     return x3, (lam * (x1 - x3) - y1) % P
 
 
-def affine_mul(k: int, p):
-    """k * p by double-and-add on affine points (slow, obviously right)."""
+def double_and_add(k: int, p, add):
+    """k * p by double-and-add with the affine addition ``add`` (slow, obviously right; None is
+    infinity). Shared by the G1 and G2 oracles."""
     acc, addend = None, p
     while k:
         if k & 1:
-            acc = affine_add(acc, addend)
-        addend = affine_add(addend, addend)
+            acc = add(acc, addend)
+        addend = add(addend, addend)
         k >>= 1
     return acc
+
+
+def affine_mul(k: int, p):
+    """k * p on affine G1 points."""
+    return double_and_add(k, p, affine_add)
 
 
 def msm_naive(scalars, points):

@@ -10,6 +10,7 @@ Formulas: EFD, shortw/xyzz (add-2008-s, dbl-2008-s-1), the same as ec/xyzz.cuh.
 from __future__ import annotations
 
 from ..field import Q_MOD as P
+from .g1_ref import double_and_add
 
 ZERO, ONE = (0, 0), (1, 0)
 B = (4, 4)  # 4 (u + 1)
@@ -82,14 +83,8 @@ def affine_neg(p):
 
 
 def affine_mul(k: int, p):
-    """k * p by double-and-add on affine points (slow, obviously right)."""
-    acc, addend = None, p
-    while k:
-        if k & 1:
-            acc = affine_add(acc, addend)
-        addend = affine_add(addend, addend)
-        k >>= 1
-    return acc
+    """k * p on affine G2 points (double-and-add, as the G1 oracle)."""
+    return double_and_add(k, p, affine_add)
 
 
 # --------------------------------------------------------------------------------------- XYZZ
