@@ -61,16 +61,21 @@ class MemorySampler:
             self._thread.join()
 
 
+def _proof_done_times(results) -> dict[str, float]:
+    done: dict[str, float] = {}
+    for r in results:
+        end = max((e for _, _, e in r.spans), default=0.0)
+        done[r.proof_id] = max(done.get(r.proof_id, 0.0), end)
+    return done
+
+
 def steady_window(batch, warmup: int) -> tuple[list, float]:
     """(measured partitions, window seconds) of a batch run as ``warmup`` + measured proofs in
     one go, so the pipeline is full when measuring starts: a proof completes when its last
     partition does; the window runs from the completion of the warmup-th proof to the last one's,
     and the measured partitions are those of the proofs completing inside it. Without warm-up
     proofs: every partition and the batch's wall time (pipeline fill included)."""
-    done: dict[str, float] = {}
-    for r in batch.results:
-        end = max((e for _, _, e in r.spans), default=0.0)
-        done[r.proof_id] = max(done.get(r.proof_id, 0.0), end)
+    done = _proof_done_times(batch.results)
     order = sorted(done, key=done.get)
     if warmup < 1 or len(order) <= warmup:
         return list(batch.results), batch.wall_s
@@ -78,12 +83,23 @@ def steady_window(batch, warmup: int) -> tuple[list, float]:
     return [r for r in batch.results if r.proof_id in measured], done[order[-1]] - done[order[warmup - 1]]
 
 
+def gpu_busy_in_window(results, start: float, end: float) -> float | None:
+    """Seconds the device was held (the backend's "gpu" spans: kernels under its lock) inside
+    [start, end], over every partition whatever proof it belongs to; None without GPU spans."""
+    spans = [(a, b) for r in results for name, a, b in r.spans if name == "gpu"]
+    if not spans:
+        return None
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
 def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dict:
-    """Steady-state numbers of a batch of ``warmup`` + ``proofs`` proofs (see steady_window)."""
+    """Steady-state numbers of a batch of ``warmup`` + ``proofs`` proofs (see steady_window).
+    GPU busy: device-held time inside the window (spans) over window x devices; results without
+    spans (older runs) fall back to the measured partitions' GPU seconds, which also counts their
+    kernels from before the window (an overestimate by up to the work in flight at its start)."""
     results, wall = steady_window(batch, warmup)
     stages = sorted({k for r in results for k in r.times})
     med = {st: float(np.median([r.times[st] for r in results if st in r.times])) for st in stages}
-    gpu = sum(r.times.get("gpu", 0.0) for r in results)
     provers = max(1, len({r.prover_index for r in results}))
     out = {
         "proofs": proofs, "warmup": warmup, "partitions": len(results), "wall_s": wall,
@@ -95,7 +111,19 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
         "bytes_per_partition": batch.host_bytes_per_partition,
     }
     if n_devices:
-        out["gpu_busy_fraction"] = gpu / (wall * n_devices)
+        done = _proof_done_times(batch.results)
+        order = sorted(done.values())
+        if warmup >= 1 and len(order) > warmup:
+            start, end = order[warmup - 1], order[-1]
+        else:
+            starts = [a for r in batch.results for _, a, _ in r.spans]
+            start, end = (min(starts), max(order)) if starts else (0.0, 0.0)
+        held = gpu_busy_in_window(batch.results, start, end) if end > start else None
+        if held is not None:
+            out["gpu_busy_fraction"], out["gpu_busy_method"] = held / ((end - start) * n_devices), "spans"
+        else:
+            out["gpu_busy_fraction"] = sum(r.times.get("gpu", 0.0) for r in results) / (wall * n_devices)
+            out["gpu_busy_method"] = "partition_seconds"
         peaks = [r.vram_peak for r in batch.results if r.vram_peak]
         out["vram_peak_bytes"] = max(peaks) if peaks else None
     return out
@@ -147,12 +175,15 @@ def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     for r, slot in zip(records, slots):
         row = labels.index(slot)
         for name, s, e in r["spans"]:
+            if name == "gpu":  # when this partition held the device: a thin black lane
+                ax.barh(row - 0.4, e - s, left=s - t0, height=0.08, color="#000000")
+                continue
             lane = 0.35 if name == "synthesis" else (-0.2 if name.startswith("msm_b_g2") else 0.0)
             ax.barh(row + lane, e - s, left=s - t0, height=0.3, color=STAGE_COLORS.get(name, "#444444"))
     ax.set_yticks(range(len(labels)), [f"prover {w}" + (f" / {k}" if k else "") for w, k in labels])
     ax.set_xlabel("seconds")
     ax.set_title(f"{summary['partitions']} partitions, {summary['s_per_proof']:.2f} s/proof "
-                 "(grey: synthesis; lower lane: B_G2 MSM; 'prover w / k': k-th concurrent partition)")
+                 "(grey: synthesis; lower lane: B_G2 MSM; black: device held; 'prover w / k': k-th concurrent partition)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLORS.values()]
     ax.legend(handles, STAGE_COLORS.keys(), ncol=5, fontsize=7, loc="upper right")
     fig.tight_layout()

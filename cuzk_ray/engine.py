@@ -90,7 +90,9 @@ class ProvingEngine:
         self.metrics = engine_metrics()
         pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
         self._key_refs = (pk_ref, cs_ref)  # held for the engine's life: a restarted actor needs them
-        self.gpu_concurrency = max(1, int(gpu_concurrency))
+        if int(gpu_concurrency) < 1:
+            raise ValueError(f"gpu_concurrency={gpu_concurrency}: must be at least 1")
+        self.gpu_concurrency = int(gpu_concurrency)
         self.provers, self.prover_info = self._start_provers(pk_ref, cs_ref, provers, threads,
                                                              gpu_workers_per_device, max_restarts)
         self.load = [0] * len(self.provers)
@@ -134,6 +136,10 @@ class ProvingEngine:
         except ray.exceptions.GetTimeoutError:
             raise RuntimeError(f"{cls.__name__}: actors not ready after 600 s (is the cluster short of "
                                f"{'GPUs' if self.backend == 'cuda' else 'CPUs'}?)") from None
+        except ray.exceptions.RayActorError as e:  # e.g. the key or matrices do not fit in VRAM
+            for a in actors:
+                ray.kill(a, no_restart=True)
+            raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
         return actors, info
 
     def shutdown(self):
@@ -217,6 +223,16 @@ class ProvingEngine:
         work.prover = int(np.argmin(self.load))
         self.load[work.prover] += 1
         return self.provers[work.prover].prove.remote(batch)
+
+
+def _start_error(e: BaseException) -> str:
+    """The error an actor's constructor raised (MemoryError: GPU memory ...), from Ray's report."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in reversed(lines):  # the remote traceback ends with "<Type>: <message>"
+        head = ln.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and " " not in head:
+            return ln[:300]
+    return _short(e)
 
 
 def _short(e: BaseException) -> str:

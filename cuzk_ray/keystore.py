@@ -7,6 +7,7 @@ import logging
 import time
 from pathlib import Path
 
+from .backends import resolve_backend_name
 from .formats.native import load_bundle, save_bundle
 from .groth16.setup import dev_setup
 
@@ -26,6 +27,10 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str =
     t0 = time.perf_counter()
     cs = circuit.build()
     pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id}, backend=setup_backend)
+    if resolve_backend_name(setup_backend) == "cuda":
+        from .backends.cuda_setup import release_device_memory
+
+        release_device_memory()
     save_bundle(path, pk, cs)
     log.info("dev key for %s written to %s in %.1f s", circuit.circuit_id, path, time.perf_counter() - t0)
     pk, cs = load_bundle(path, verify_hashes=False)

@@ -40,6 +40,7 @@ class PartitionProver:
             proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
         if gpu is not None:
             times["gpu"] = gpu[0]  # this partition's kernel time (device synchronized)
+            times.spans.extend(("gpu", a, b) for a, b in gpu[1])  # when it held the device
         public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public]))
         out = {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
                "public": [int(x) for x in public], "times": dict(times), "spans": list(times.spans)}

@@ -36,6 +36,10 @@ def run(cfg: dict) -> int:
     from cuzk_ray.memory import parse_bytes
 
     circuit = make_circuit(cfg["circuit"])
+    resolve_backend_name(cfg["backend"])  # bad settings fail here, before any work
+    resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    if cfg["gpu_concurrency"] < 1:
+        raise ValueError(f"gpu_concurrency={cfg['gpu_concurrency']}: must be at least 1")
     out = Path(cfg["output_dir"])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

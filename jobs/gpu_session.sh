@@ -16,8 +16,11 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/gpu-session}
 R="$OUT/r"
 mkdir -p "$R"
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/*.tar.gz \
+shopt -s nullglob
+wheels=(.whl/*.whl .whl/*.tar.gz)
+shopt -u nullglob
+if [ ${#wheels[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}" \
         || echo "carried wheels not installed; using the installed packages" >&2
 fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled

@@ -40,6 +40,9 @@ def run(cfg: dict) -> int:
     circuit = make_circuit(cfg["circuit"])
     budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
     backend = resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
+    resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    if cfg["gpu_concurrency"] < 1:
+        raise ValueError(f"gpu_concurrency={cfg['gpu_concurrency']}: must be at least 1")
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])

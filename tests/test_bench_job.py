@@ -61,9 +61,17 @@ def test_steady_window_starts_when_the_warm_up_proofs_complete():
                             host_peak=0, host_bytes_per_partition=1)
     measured, window = steady_window(batch, warmup=1)
     assert window == 8 and {r.proof_id for r in measured} == {"proof-001", "proof-002"}
-    s = summarize(batch, 2, n_devices=1, warmup=1)
+    s = summarize(batch, 2, n_devices=1, warmup=1)  # no "gpu" spans: the partitions' GPU seconds
     assert s["s_per_proof"] == 4 and s["partitions"] == 2 and s["gpu_busy_fraction"] == 0.5
-    assert s["batch_wall_s"] == 20.0
+    assert s["batch_wall_s"] == 20.0 and s["gpu_busy_method"] == "partition_seconds"
+    # with "gpu" spans only the device time inside the window [10, 18] counts, whatever the proof:
+    # proof-000's span (9, 10) none, proof-001's (9.5, 11.5) 1.5 s, proof-002's (13, 17) 4 s
+    parts[1].spans.append(("gpu", 9.0, 10.0))
+    parts[2].spans.append(("gpu", 9.5, 11.5))
+    parts[3].spans.append(("gpu", 13.0, 17.0))
+    s = summarize(batch, 2, n_devices=1, warmup=1)
+    assert s["gpu_busy_method"] == "spans" and s["gpu_busy_fraction"] == 5.5 / 8
+    assert summarize(batch, 2, n_devices=2, warmup=1)["gpu_busy_fraction"] == 5.5 / 16
     # no warm-up: everything, the batch's wall time (the twin)
     measured, window = steady_window(batch, warmup=0)
     assert window == 20.0 and len(measured) == 4

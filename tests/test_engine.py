@@ -167,3 +167,24 @@ def test_local_engine_same_semantics_without_ray(key):
         (f"proof-{p:03d}", k) for p in (0, 2) for k in range(3)]
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
 
+
+
+def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch):
+    """An actor whose constructor fails (here: the key does not fit, as GpuKey reports it) ends
+    the engine's start with one RuntimeError naming the cause, not a Ray traceback."""
+    import cuzk_ray.engine as engine_mod
+
+    class FailingProver:
+        def __init__(self, *args):
+            raise MemoryError("GPU memory: the key's queries (G1 and G2) need 9.00 GiB, 1.00 GiB free")
+
+        def ready(self):
+            return {}
+
+    monkeypatch.setattr(engine_mod, "CpuProver", FailingProver)
+    pk, cs = key
+    circuit = CIRCUIT
+    with pytest.raises(RuntimeError, match=r"could not start: MemoryError: GPU memory: the key's queries"):
+        ProvingEngine(pk, cs, circuit, backend="cpu", pw=2, max_restarts=0)
+    with pytest.raises(ValueError, match="gpu_concurrency=0: must be at least 1"):
+        ProvingEngine(pk, cs, circuit, backend="cpu", pw=2, gpu_concurrency=0)

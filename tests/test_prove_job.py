@@ -93,6 +93,18 @@ def test_bad_circuit_size_is_one_line_error(tmp_path, cache_dir):
     assert not (tmp_path / "o" / "manifest.json").exists()
 
 
+@pytest.mark.parametrize("override,message", [
+    ("setup_backend=gpu", "error: setup_backend='gpu' is not one of cpu, cuda, auto"),
+    ("gpu_concurrency=0", "error: gpu_concurrency=0: must be at least 1"),
+])
+def test_bad_engine_settings_are_one_line_errors(tmp_path, cache_dir, override, message):
+    res = run_job(override, "circuit.constraints=256", "circuit.partitions=1", f"output_dir={tmp_path / 'o'}",
+                  f"cache_dir={cache_dir}")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines()[-1] == message and "Traceback" not in res.stderr
+    assert not (tmp_path / "o" / "manifest.json").exists() and not (tmp_path / "o" / "proofs").exists()
+
+
 def test_failed_run_leaves_no_manifest(tmp_path, cache_dir):
     out = tmp_path / "o"
     out.mkdir()

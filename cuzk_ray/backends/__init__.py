@@ -16,12 +16,13 @@ def cuda_available() -> bool:
         return False
 
 
-def resolve_backend_name(name: str) -> str:
-    """'cpu' | 'cuda' | 'auto' -> the backend that will run ('auto' takes cuda when usable)."""
+def resolve_backend_name(name: str, key: str = "backend") -> str:
+    """'cpu' | 'cuda' | 'auto' -> the backend that will run ('auto' takes cuda when usable);
+    ``key`` names the setting in the error (backend, setup_backend)."""
     if name == "auto":
         return "cuda" if cuda_available() and cuda_backend_class() is not None else "cpu"
     if name not in ("cpu", "cuda"):
-        raise ValueError(f"backend={name!r} is not one of cpu, cuda, auto")
+        raise ValueError(f"{key}={name!r} is not one of cpu, cuda, auto")
     return name
 
 

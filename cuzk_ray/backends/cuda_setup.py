@@ -79,3 +79,17 @@ def setup_scalars(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: 
     h = lagrange_device(tau, n, w2, h_factor, convention)
     out = {"u": u, "v": v, "w": w, "ic": ic, "l": l_q, "h": h}
     return {k: cp.asnumpy(x) for k, x in out.items()}
+
+
+def release_device_memory() -> None:
+    """After a GPU setup in a process that goes on without proving on the GPU itself (the driver):
+    drop the fixed-base and NTT tables and give CuPy's cached device and pinned blocks back, so
+    the prover actors' free-VRAM checks see the memory."""
+    import cupy
+
+    from . import cuda, cuda_fixed_base
+
+    cuda_fixed_base._tables.clear()
+    cuda._tables.clear()
+    cupy.get_default_memory_pool().free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()

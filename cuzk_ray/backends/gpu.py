@@ -83,10 +83,10 @@ class CudaBackend:
 
     @contextmanager
     def gpu_account(self):
-        """Yields a one-element list that collects the GPU seconds of the kernels run in this
-        context (and in backend threads it submits to): per-partition kernel time even when two
-        partitions share the device."""
-        box = [0.0]
+        """Yields ``[seconds, spans]``: the GPU seconds of the kernels run in this context (and in
+        backend threads it submits to) and their (start, end) epoch times: per-partition kernel
+        time even when two partitions share the device, and when it happened (bench windows)."""
+        box = [0.0, []]
         token = _account.set(box)
         try:
             yield box
@@ -124,6 +124,7 @@ class CudaBackend:
 
         from . import cuda_spmv
 
+        witness = self._scalar_limbs(witness, "witness")  # ints too, as the cpu backend takes
         with times.stage("h") if times is not None else nullcontext():
             dcs = self.load_cs(cs)
             return self._timed_gpu(cuda_spmv.h_from_witness, dcs, witness)
@@ -140,7 +141,7 @@ class CudaBackend:
 
     def _timed_gpu(self, fn, *args):
         with self._gpu_lock:
-            t0 = time.perf_counter()
+            t0, w0 = time.perf_counter(), time.time()
             try:
                 return fn(*args)
             finally:
@@ -150,6 +151,7 @@ class CudaBackend:
                 box = _account.get()
                 if box is not None:
                     box[0] += dt
+                    box[1].append((w0, w0 + dt))
                 free, total = self.cp.cuda.runtime.memGetInfo()
                 self.vram_peak = max(self.vram_peak, total - free)
 

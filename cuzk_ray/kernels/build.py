@@ -55,9 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if nvcc is None:
         print("error: nvcc not on PATH (install the CUDA toolkit, or let NVRTC compile on the GPU)", file=sys.stderr)
         return 2
-    out = args.out or loader.cubin_dir()
-    if args.out is not None:
-        os.environ["CUZK_CUBIN_DIR"] = str(out)
+    out = args.out or loader.cubin_dir()  # file names do not depend on the directory
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
