@@ -43,7 +43,8 @@ class ProveConf:
     engine: str = "ray"  # ray (embedded or a cluster) | local (in this process, no Ray: small single jobs)
     backend: str = "auto"
     proofs: int = 1
-    pw: int = 2
+    pw: Optional[int] = None  # partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU ones
+    pw_per_gpu: int = 8
     gpu_workers_per_device: int = 1
     gpu_concurrency: int = 2  # partitions one GPU prover actor works on at once (threads)
     provers: Optional[int] = None

@@ -70,8 +70,9 @@ def _synthesize_task(spec: dict, pid: str, circuit_id: str, synth_fn=None):
 class ProvingEngine:
     """Drives batches of proofs of one circuit through synthesis tasks and prover actors."""
 
-    def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", pw: int = 2,
+    def __init__(self, pk: ProvingKey, cs: ConstraintSystem, circuit, backend: str = "auto", pw: int | None = 2,
                  provers: int | None = None, threads: int = 2, host_budget: int | None = None,
+                 pw_per_gpu: int = 8,
                  gpu_workers_per_device: int = 1, max_attempts: int = 3, max_restarts: int = 3,
                  placement: str = "auto", gpu_concurrency: int = 2):
         self.circuit, self.pk = circuit, pk
@@ -84,6 +85,8 @@ class ProvingEngine:
         self.part_bytes = partition_host_bytes(circuit, pk.domain_size, self.backend)
         check_budget(host_budget, self.part_bytes, circuit.circuit_id)
         self.budget = HostBudget(host_budget)
+        if pw is None:  # 2 for CPU provers; enough per GPU to keep synthesis ahead of the device
+            pw = 2 if self.placement != "gpu" else int(pw_per_gpu) * max(1, int(ray.cluster_resources().get("GPU", 0)))
         self.pw = max(1, int(pw))
         if host_budget is not None:
             self.pw = min(self.pw, host_budget // self.part_bytes)

@@ -53,7 +53,7 @@ def run(cfg: dict) -> int:
                 pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
                 threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
                 gpu_workers_per_device=cfg["gpu_workers_per_device"],
-                gpu_concurrency=cfg["gpu_concurrency"], max_attempts=cfg["max_attempts"])
+                gpu_concurrency=cfg["gpu_concurrency"], pw_per_gpu=cfg["pw_per_gpu"], max_attempts=cfg["max_attempts"])
             # warm-up and measured proofs in one run: the pipeline is full when measuring starts
             batch = engine.run(cfg["warmup"] + cfg["proofs"], seed=cfg["seed"])
             engine.shutdown()

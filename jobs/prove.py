@@ -55,7 +55,7 @@ def run(cfg: dict) -> int:
         engine = engine_cls(
             pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
             threads=cfg["cpu_threads"], host_budget=budget, gpu_workers_per_device=cfg["gpu_workers_per_device"],
-            gpu_concurrency=cfg["gpu_concurrency"],
+            gpu_concurrency=cfg["gpu_concurrency"], pw_per_gpu=cfg["pw_per_gpu"],
             max_attempts=cfg["max_attempts"])
         print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {proofs} proof(s) x "
               f"{circuit.partitions} partition(s) of {circuit.circuit_id}")

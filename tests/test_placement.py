@@ -65,8 +65,9 @@ def test_gpu_actor_works_on_partitions_concurrently(tmp_path, concurrency):
         circuit = PorepCircuit(constraints=1024, partitions=6)
         cs = circuit.build()
         pk = dev_setup(cs, 4)
-        engine = ProvingEngine(pk, cs, circuit, backend="cpu", placement="gpu", pw=6, threads=2,
+        engine = ProvingEngine(pk, cs, circuit, backend="cpu", placement="gpu", pw=None, pw_per_gpu=6, threads=2,
                                gpu_concurrency=concurrency)
+        assert engine.pw == 6  # pw unset: pw_per_gpu x the cluster's GPUs (one here)
         batch = engine.run(1, seed=2)
         engine.shutdown()
         assert not batch.failed and len(batch.results) == 6 and all(r.verified for r in batch.results)
