@@ -69,18 +69,27 @@ def _proof_done_times(results) -> dict[str, float]:
     return done
 
 
+def _window_bounds(batch, warmup: int) -> tuple[set | None, float, float]:
+    """(ids of the measured proofs or None for all, start, end) in epoch seconds: from the
+    completion of the warmup-th proof to the last one's, or from the first span to the end."""
+    done = _proof_done_times(batch.results)
+    order = sorted(done, key=done.get)
+    if warmup >= 1 and len(order) > warmup:
+        return set(order[warmup:]), done[order[warmup - 1]], done[order[-1]]
+    starts = [a for r in batch.results for _, a, _ in r.spans]
+    return None, (min(starts) if starts else 0.0), (max(done.values()) if starts else 0.0)
+
+
 def steady_window(batch, warmup: int) -> tuple[list, float]:
     """(measured partitions, window seconds) of a batch run as ``warmup`` + measured proofs in
     one go, so the pipeline is full when measuring starts: a proof completes when its last
     partition does; the window runs from the completion of the warmup-th proof to the last one's,
     and the measured partitions are those of the proofs completing inside it. Without warm-up
     proofs: every partition and the batch's wall time (pipeline fill included)."""
-    done = _proof_done_times(batch.results)
-    order = sorted(done, key=done.get)
-    if warmup < 1 or len(order) <= warmup:
+    measured, start, end = _window_bounds(batch, warmup)
+    if measured is None:
         return list(batch.results), batch.wall_s
-    measured = set(order[warmup:])
-    return [r for r in batch.results if r.proof_id in measured], done[order[-1]] - done[order[warmup - 1]]
+    return [r for r in batch.results if r.proof_id in measured], end - start
 
 
 def gpu_busy_in_window(results, start: float, end: float) -> float | None:
@@ -111,13 +120,7 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
         "bytes_per_partition": batch.host_bytes_per_partition,
     }
     if n_devices:
-        done = _proof_done_times(batch.results)
-        order = sorted(done.values())
-        if warmup >= 1 and len(order) > warmup:
-            start, end = order[warmup - 1], order[-1]
-        else:
-            starts = [a for r in batch.results for _, a, _ in r.spans]
-            start, end = (min(starts), max(order)) if starts else (0.0, 0.0)
+        _, start, end = _window_bounds(batch, warmup)
         held = gpu_busy_in_window(batch.results, start, end) if end > start else None
         if held is not None:
             out["gpu_busy_fraction"], out["gpu_busy_method"] = held / ((end - start) * n_devices), "spans"

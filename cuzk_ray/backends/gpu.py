@@ -175,7 +175,7 @@ class CudaBackend:
             dev.set(host, stream=stream)
             done = stream.record()
         done.synchronize()  # this thread waits; the device goes on with other partitions' kernels
-        del mem  # back to the pinned pool only after the copy has completed
+        # mem (and host, its view) go back to the pinned pool on return, after the copy completed
         return dev
 
     def compute_h(self, a, b, c):
