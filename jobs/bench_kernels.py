@@ -8,6 +8,7 @@
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
+        --g1-windows "14,18": extra G1 MSM rows (uniform scalars) at these windows.
         --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
         --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
@@ -85,7 +86,7 @@ def time_ms(cp, fn, runs: int) -> float:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
-    g2_sizes, fixed_sizes, g2_windows, g2_defines = [], [], [], []
+    g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_defines = [], [], [], [], []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -99,6 +100,8 @@ def main(argv: list[str]) -> None:
         elif a == "--msm-g2":
             v = args.pop(0)
             g2_sizes = [] if v == "-" else parse_sizes(v)
+        elif a == "--g1-windows":
+            g1_windows = parse_sizes(args.pop(0))
         elif a == "--g2-windows":
             g2_windows = parse_sizes(args.pop(0))
         elif a == "--g2-defines":
@@ -149,7 +152,7 @@ def main(argv: list[str]) -> None:
               f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
     if msm_sizes:
-        bench_msm(cp, msm_sizes, runs)
+        bench_msm(cp, msm_sizes, runs, g1_windows)
     if g2_sizes:
         bench_msm_g2(cp, g2_sizes, runs, g2_windows, tuple(g2_defines))
     if fixed_sizes:
@@ -312,7 +315,14 @@ def msm_expected_scalar(cp, sc, period: int) -> int:
     return total % R_MOD
 
 
-def bench_msm(cp, sizes, runs: int) -> None:
+def phase_ms(fn, *args) -> str:
+    """One more call of an MSM with per-phase CUDA events: "name ms, ..." (cuda_msm.PhaseTimer)."""
+    t: dict = {}
+    fn(*args, timings=t)
+    return ", ".join(f"{k} {v:.1f}" for k, v in t.items())
+
+
+def bench_msm(cp, sizes, runs: int, windows=()) -> None:
     import time
 
     from cuzk_ray.backends import g1_ref
@@ -326,25 +336,25 @@ def bench_msm(cp, sizes, runs: int) -> None:
         acc = g1_ref.affine_add(acc, start)
         distinct.append(acc)  # distinct[j] = (j + 2) * start
     rows = fp_to_limbs([v for p in distinct for v in p]).reshape(-1, 2, 6)
-    print(f"\n| log2 n | scalars | window | G1 MSM ms (median of {runs}) | min ms | target ms (2^24) |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print(f"\n| log2 n | scalars | window | G1 MSM ms (median of {runs}) | min ms | target ms (2^24) | phases ms (one more call) |")
+    print("|---:|---|---:|---:|---:|---:|---|")
     for log_n in sizes:
         n = 1 << log_n
         pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1))[:n]))
-        for kind in ("uniform", "90% bits", "bits"):
+        for kind, window in [(k, None) for k in ("uniform", "90% bits", "bits")] + [("uniform", c) for c in windows]:
             sc = msm_scalars(cp, n, kind, log_n + 200)
-            c = default_window(n)
-            res = msm_g1(pts, sc)  # warm-up
+            c = window or default_window(n)
+            res = msm_g1(pts, sc, window)  # warm-up
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                res = msm_g1(pts, sc)
+                res = msm_g1(pts, sc, window)
                 times.append((time.perf_counter() - t0) * 1e3)
             want = msm_expected(cp, sc, start, min(n, 1024))
             x, y = limbs_to_ints(res)
             ok = (None if x == 0 and y == 0 else (int(x), int(y))) == want
-            print(f"| {log_n} | {kind} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {'110' if log_n == 24 else ''} |"
-                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+            print(f"| {log_n} | {kind} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {'110' if log_n == 24 else ''} "
+                  f"| {phase_ms(msm_g1, pts, sc, window)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         del pts
         cp.get_default_memory_pool().free_all_blocks()
@@ -367,8 +377,8 @@ def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
         acc = acc + start
         distinct.append(acc)  # distinct[j] = (j + 2) * start
     rows = g2_array(distinct)
-    print(f"\n| log2 n | scalars | window | G2 MSM ms (median of {runs}) | min ms | G2 / G1 target ms (2^24) |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print(f"\n| log2 n | scalars | window | G2 MSM ms (median of {runs}) | min ms | G2 / G1 target ms (2^24) | phases ms (one more call) |")
+    print("|---:|---|---:|---:|---:|---:|---|")
     for log_n in sizes:
         n = 1 << log_n
         pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1, 1))[:n]))
@@ -386,7 +396,8 @@ def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
             ok = np.array_equal(res, want)
             target = f"{G2_MSM_TARGET_24_MS:.0f} (DESIGN; ~3x G1 110)" if log_n == 24 else ""
             print(f"| {log_n} | {kind}{tag} | {window or default_window(n)} | {statistics.median(times):.2f} | "
-                  f"{min(times):.2f} | {target} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+                  f"{min(times):.2f} | {target} | {phase_ms(msm, g, pts, sc, window)} |"
+                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         del pts
         cp.get_default_memory_pool().free_all_blocks()

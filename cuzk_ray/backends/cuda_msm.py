@@ -133,7 +133,7 @@ def segment_size(length: int) -> int:
     return s
 
 
-def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int):
+def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int, timer=None):
     """[total] XYZZ buckets from M sorted (key << 32 | value) entries by the segmented reduction."""
     buckets = _xyzz_buffer(cp, g, total, zero=True)
     S = segment_size(M)
@@ -141,6 +141,7 @@ def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int):
     keys = cp.empty(2 * nseg, dtype=cp.uint32)
     part = _xyzz_buffer(cp, g, 2 * nseg)
     _launch(g, "msm_seg_points", nseg, (pts, sorted_entries, np.uint32(M), np.uint32(S), buckets, keys, part))
+    _mark(timer, "acc_points")
     while nseg > 1:  # the partial sums of buckets that cross segments, same reduction again
         length, S = 2 * nseg, SEG_PARTIALS
         nseg = (length + S - 1) // S
@@ -148,10 +149,38 @@ def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int):
         part2 = _xyzz_buffer(cp, g, 2 * nseg)
         _launch(g, "msm_seg_partials", nseg, (keys, part, np.uint32(length), np.uint32(S), buckets, keys2, part2))
         keys, part = keys2, part2
+    _mark(timer, "acc_partials")
     return buckets
 
 
-def window_sums(cp, g: Group, pts, scalars, idx, c: int):
+class PhaseTimer:
+    """CUDA events between the phases of one MSM call: ``mark(name)`` ends the phase ``name``;
+    ``ms()`` waits for the device and returns {phase: milliseconds} (host work included, since
+    the marks are recorded in program order)."""
+
+    def __init__(self, cp):
+        self.cp, self.events = cp, [("", cp.cuda.Event())]
+        self.events[0][1].record()
+
+    def mark(self, name: str) -> None:
+        ev = self.cp.cuda.Event()
+        ev.record()
+        self.events.append((name, ev))
+
+    def ms(self) -> dict:
+        self.events[-1][1].synchronize()
+        out: dict = {}
+        for (_, a), (name, b) in zip(self.events, self.events[1:]):
+            out[name] = out.get(name, 0.0) + self.cp.cuda.get_elapsed_time(a, b)
+        return out
+
+
+def _mark(timer, name: str) -> None:
+    if timer is not None:
+        timer.mark(name)
+
+
+def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None):
     """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w."""
     m = int(idx.shape[0])
     W = 255 // c + 1  # enough signed digits for 255-bit scalars plus the final carry
@@ -159,19 +188,24 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int):
     total = W * nb
     entries = cp.empty(W * m, dtype=cp.uint64)
     _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), entries))
+    _mark(timer, "digits")
     entries.sort()
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
-    buckets = bucket_sums(cp, g, pts, entries, M, total) if M else _xyzz_buffer(cp, g, total, zero=True)
+    _mark(timer, "sort")
+    buckets = bucket_sums(cp, g, pts, entries, M, total, timer) if M else _xyzz_buffer(cp, g, total, zero=True)
     del entries
     L = min(nb, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))  # a power of two, divides nb
     nchunks = total // L
     chunks = _xyzz_buffer(cp, g, nchunks)
     _launch(g, "msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
-    return _sum_rows(cp, g, chunks, W, nchunks // W), W
+    out = _sum_rows(cp, g, chunks, W, nchunks // W)
+    _mark(timer, "reduce")
+    return out, W
 
 
-def msm(g: Group, points, scalars, window: int | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard)."""
+def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard).
+    timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events)."""
     cp = require_cupy()
     s = _check_fr(scalars, f"msm_{g.name} scalars")
     n = s.shape[0]
@@ -183,26 +217,32 @@ def msm(g: Group, points, scalars, window: int | None = None) -> np.ndarray:
     if window is not None and not 2 <= window <= 20:
         raise ValueError(f"msm_{g.name}: window {window} outside 2..20")
     ref = g.ref
+    timer = PhaseTimer(cp) if timings is not None else None
     ones, rest = split_scalars(cp, s)
+    _mark(timer, "split")
     acc = ref.INF_XYZZ
     if rest.shape[0]:
         c = window or default_window(int(rest.shape[0]))
-        sums, W = window_sums(cp, g, pts, cp.ascontiguousarray(s[rest]), rest, c)
+        sums, W = window_sums(cp, g, pts, cp.ascontiguousarray(s[rest]), rest, c, timer)
         for w, p in enumerate(reversed(_xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
                     acc = ref.xyzz_dbl(acc)
             acc = ref.xyzz_add(acc, p)
+        _mark(timer, "host")
     if ones.shape[0]:
         acc = ref.xyzz_add(acc, _xyzz_rows_to_ints(g, cp.asnumpy(sum_points(cp, g, pts, ones)))[0])
+        _mark(timer, "ones")
+    if timer is not None:
+        timings.update(timer.ms())
     return g.affine_to_limbs(ref.xyzz_to_affine(acc))
 
 
-def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
+def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
-    return msm(G1, points, scalars, window)
+    return msm(G1, points, scalars, window, timings)
 
 
-def msm_g2(points, scalars, window: int | None = None) -> np.ndarray:
+def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G2: points uint64[n, 2, 2, 6] -> numpy uint64[2, 2, 6]."""
-    return msm(G2, points, scalars, window)
+    return msm(G2, points, scalars, window, timings)
