@@ -11,6 +11,10 @@
         --g1-windows "14,18": extra G1 MSM rows (uniform scalars) at these windows.
         --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
         --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
+        --g1-defines "MSM_SEG_MINB=3;MSM_PREFETCH=0": compile-time variants of msm.cu (";" between
+        variants, "," between the defines of one); --g1-table / --g2-table "20": also time MSMs over
+        bases with a table of window multiples for these c (build time printed).
+        --seg-max 32: most sorted entries per thread in the MSM bucket accumulation (cuda_msm.SEG_MAX).
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
 Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
@@ -87,6 +91,7 @@ def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_defines = [], [], [], [], []
+    g1_variants, g1_tables, g2_tables = [], [], []
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -102,6 +107,16 @@ def main(argv: list[str]) -> None:
             g2_sizes = [] if v == "-" else parse_sizes(v)
         elif a == "--g1-windows":
             g1_windows = parse_sizes(args.pop(0))
+        elif a == "--g1-defines":
+            g1_variants = [v.split(",") for v in args.pop(0).split(";")]
+        elif a == "--seg-max":
+            from cuzk_ray.backends import cuda_msm
+
+            cuda_msm.SEG_MAX = int(args.pop(0))
+        elif a == "--g1-table":
+            g1_tables = parse_sizes(args.pop(0))
+        elif a == "--g2-table":
+            g2_tables = parse_sizes(args.pop(0))
         elif a == "--g2-windows":
             g2_windows = parse_sizes(args.pop(0))
         elif a == "--g2-defines":
@@ -152,9 +167,9 @@ def main(argv: list[str]) -> None:
               f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
     if msm_sizes:
-        bench_msm(cp, msm_sizes, runs, g1_windows)
+        bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables)
     if g2_sizes:
-        bench_msm_g2(cp, g2_sizes, runs, g2_windows, tuple(g2_defines))
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, [g2_defines] if g2_defines else [], g2_tables)
     if fixed_sizes:
         bench_fixed_base(cp, fixed_sizes, runs)
     if spmv_sizes:
@@ -322,11 +337,58 @@ def phase_ms(fn, *args) -> str:
     return ", ".join(f"{k} {v:.1f}" for k, v in t.items())
 
 
-def bench_msm(cp, sizes, runs: int, windows=()) -> None:
+def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, want_fn, target: str,
+                   kinds=("uniform", "90% bits", "bits"), windows=(), variants=(), tables=()) -> None:
+    """One MSM table for group g: bases = 1024 distinct points `rows` tiled to n, prepared once
+    (prepare_bases: Montgomery form, as the prover keeps them); rows per scalar kind, extra
+    windows, compile-time variants (defines) and tables of window multiples (c; build time shown).
+    want_fn(sc, res) checks each result exactly."""
+    import dataclasses
     import time
 
+    from cuzk_ray.backends.cuda_msm import default_window, msm, prepare_bases
+
+    groups = [("", g)] + [(" [" + ",".join(d) + "]", dataclasses.replace(g, defines=tuple(d))) for d in variants]
+    print(f"\n| log2 n | scalars | window | {label} MSM ms (median of {runs}) | min ms | target ms (2^24) | phases ms (one more call) |")
+    print("|---:|---|---:|---:|---:|---:|---|")
+    for log_n in sizes:
+        n = 1 << log_n
+        pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024),) + (1,) * (rows.ndim - 1))[:n]))
+        cases = [(kind, None, tag, gv, None) for tag, gv in groups for kind in kinds]
+        cases += [("uniform", c, tag, gv, None) for c in windows for tag, gv in groups]
+        cases += [(kind, None, tag, gv, c) for c in tables for tag, gv in groups for kind in kinds if kind != "bits"]
+        prepared: dict = {}
+        for kind, window, tag, gv, table_c in cases:
+            key = (tag, table_c)
+            if key not in prepared:
+                prepared.clear()
+                cp.get_default_memory_pool().free_all_blocks()
+                t: dict = {}
+                prepared[key] = prepare_bases(gv, pts, table_window=table_c, timings=t)
+                print(f"prepare_bases({label}, 2^{log_n}{tag}, table_window={table_c}): "
+                      + ", ".join(f"{k} {v:.1f} ms" for k, v in t.items()), flush=True)
+            bases = prepared[key]
+            sc = msm_scalars(cp, n, kind, log_n + scalar_seed)
+            res = msm(gv, bases, sc, window)  # warm-up
+            times = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                res = msm(gv, bases, sc, window)
+                times.append((time.perf_counter() - t0) * 1e3)
+            ok = want_fn(sc, res)
+            c = table_c or window or default_window(n)
+            name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "")
+            print(f"| {log_n} | {name} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {target if log_n == 24 else ''} "
+                  f"| {phase_ms(msm, gv, bases, sc, window)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+            del sc
+        prepared.clear()
+        del pts
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
     from cuzk_ray.backends import g1_ref
-    from cuzk_ray.backends.cuda_msm import default_window, msm_g1
+    from cuzk_ray.backends.cuda_msm import G1
     from cuzk_ray.field import fp_to_limbs, limbs_to_ints
 
     rng = np.random.default_rng(11)
@@ -336,40 +398,19 @@ def bench_msm(cp, sizes, runs: int, windows=()) -> None:
         acc = g1_ref.affine_add(acc, start)
         distinct.append(acc)  # distinct[j] = (j + 2) * start
     rows = fp_to_limbs([v for p in distinct for v in p]).reshape(-1, 2, 6)
-    print(f"\n| log2 n | scalars | window | G1 MSM ms (median of {runs}) | min ms | target ms (2^24) | phases ms (one more call) |")
-    print("|---:|---|---:|---:|---:|---:|---|")
-    for log_n in sizes:
-        n = 1 << log_n
-        pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1))[:n]))
-        for kind, window in [(k, None) for k in ("uniform", "90% bits", "bits")] + [("uniform", c) for c in windows]:
-            sc = msm_scalars(cp, n, kind, log_n + 200)
-            c = window or default_window(n)
-            res = msm_g1(pts, sc, window)  # warm-up
-            times = []
-            for _ in range(runs):
-                t0 = time.perf_counter()
-                res = msm_g1(pts, sc, window)
-                times.append((time.perf_counter() - t0) * 1e3)
-            want = msm_expected(cp, sc, start, min(n, 1024))
-            x, y = limbs_to_ints(res)
-            ok = (None if x == 0 and y == 0 else (int(x), int(y))) == want
-            print(f"| {log_n} | {kind} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {'110' if log_n == 24 else ''} "
-                  f"| {phase_ms(msm_g1, pts, sc, window)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
-            del sc
-        del pts
-        cp.get_default_memory_pool().free_all_blocks()
+
+    def want(sc, res):
+        x, y = limbs_to_ints(res)
+        return (None if x == 0 and y == 0 else (int(x), int(y))) == msm_expected(cp, sc, start, min(sc.shape[0], 1024))
+
+    bench_msm_rows(cp, G1, "G1", rows, sizes, runs, 200, want, "110", windows=windows, variants=variants, tables=tables)
 
 
-def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
-    import dataclasses
-    import time
-
+def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
     from py_arkworks_bls12381 import G2Point, Scalar
 
-    from cuzk_ray.backends.cuda_msm import G2, default_window, msm
+    from cuzk_ray.backends.cuda_msm import G2
     from cuzk_ray.curve import g2_array
-
-    variants = [("", G2)] + ([(" " + ",".join(defines), dataclasses.replace(G2, defines=defines))] if defines else [])
 
     start = G2Point() * Scalar(int(np.random.default_rng(12).integers(1, 2**62)))
     distinct, acc = [], start
@@ -377,30 +418,12 @@ def bench_msm_g2(cp, sizes, runs: int, windows=(), defines=()) -> None:
         acc = acc + start
         distinct.append(acc)  # distinct[j] = (j + 2) * start
     rows = g2_array(distinct)
-    print(f"\n| log2 n | scalars | window | G2 MSM ms (median of {runs}) | min ms | G2 / G1 target ms (2^24) | phases ms (one more call) |")
-    print("|---:|---|---:|---:|---:|---:|---|")
-    for log_n in sizes:
-        n = 1 << log_n
-        pts = cp.asarray(np.ascontiguousarray(np.tile(rows, (max(1, n // 1024), 1, 1, 1))[:n]))
-        cases = [(kind, None, tag, g) for kind in ("uniform", "90% bits") for tag, g in variants]
-        cases += [("uniform", c, tag, g) for c in windows for tag, g in variants]
-        for kind, window, tag, g in cases:
-            sc = msm_scalars(cp, n, kind, log_n + 300)
-            res = msm(g, pts, sc, window)  # warm-up
-            times = []
-            for _ in range(runs):
-                t0 = time.perf_counter()
-                res = msm(g, pts, sc, window)
-                times.append((time.perf_counter() - t0) * 1e3)
-            want = g2_array([start * Scalar(msm_expected_scalar(cp, sc, min(n, 1024)))])[0]
-            ok = np.array_equal(res, want)
-            target = f"{G2_MSM_TARGET_24_MS:.0f} (DESIGN; ~3x G1 110)" if log_n == 24 else ""
-            print(f"| {log_n} | {kind}{tag} | {window or default_window(n)} | {statistics.median(times):.2f} | "
-                  f"{min(times):.2f} | {target} | {phase_ms(msm, g, pts, sc, window)} |"
-                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
-            del sc
-        del pts
-        cp.get_default_memory_pool().free_all_blocks()
+
+    def want(sc, res):
+        return np.array_equal(res, g2_array([start * Scalar(msm_expected_scalar(cp, sc, min(sc.shape[0], 1024)))])[0])
+
+    bench_msm_rows(cp, G2, "G2", rows, sizes, runs, 300, want, f"{G2_MSM_TARGET_24_MS:.0f} (DESIGN; ~3x G1 110)",
+                   kinds=("uniform", "90% bits"), windows=windows, variants=variants, tables=tables)
 
 
 def bench_fixed_base(cp, sizes, runs: int) -> None:

@@ -5,6 +5,7 @@
 #
 #   bash jobs/gpu_session.sh PHASE...
 #     tests                      every test marked gpu (pytest -m gpu)
+#     pytest:ARGS                pytest -q -m gpu ARGS (one quoted argument, space-separated)
 #     kernels:ARGS               jobs/bench_kernels.py ARGS (one quoted argument, space-separated)
 #     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (one quoted argument, space-separated)
 #     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES (likewise)
@@ -38,6 +39,9 @@ for phase in "$@"; do
     case $kind in
         tests)
             $T python3 -m pytest -q -m gpu tests 2>&1 | tee "$R/pytest-gpu.log" || status=1 ;;
+        pytest)
+            # shellcheck disable=SC2086
+            $T python3 -m pytest -q -m gpu ${rest} 2>&1 | tee -a "$R/pytest-gpu.log" || status=1 ;;
         kernels)
             # shellcheck disable=SC2086
             $T python3 jobs/bench_kernels.py ${rest} 2>&1 | tee -a "$R/kernels.txt" || status=1 ;;

@@ -2,8 +2,9 @@
 pipeline, ec/msm_impl.cuh, instantiated per group).
 
 ``msm_g1(points, scalars)``: points affine standard form ``uint64[n, 2, 6]`` (all-zero rows =
-infinity), scalars standard-form Fr ``uint64[n, 4]``; numpy or cupy (cupy arrays stay where they
-are, so resident bases are not copied). Returns sum_i s_i P_i as a numpy ``uint64[2, 6]``
+infinity), or a ``Bases`` from ``prepare_bases`` (resident, Montgomery form, optionally with a
+table of window multiples); scalars standard-form Fr ``uint64[n, 4]``; numpy or cupy (raw points
+are converted to a temporary Montgomery copy per call). Returns sum_i s_i P_i as a numpy ``uint64[2, 6]``
 (affine, standard form, all zero for infinity), bit for bit what g1_ref.msm_naive gives.
 ``msm_g2``: the same with G2 points ``uint64[n, 2, 2, 6]`` (x.c0, x.c1, y.c0, y.c1) and a
 ``uint64[2, 2, 6]`` result, bit for bit arkworks' ``G2Point.multiexp_unchecked``.
@@ -15,6 +16,12 @@ the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, poi
 (msm_seg_points, then msm_seg_partials for buckets that cross segments) -> per-chunk bucket
 reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
 sums and the scalar-1 sum with Python ints (g1_ref / g2_ref): ~c W doublings, then one inversion.
+
+Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
+windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
+BATCH_AFFINE points); an MSM over such bases puts every window's digits into one set of 2^(c-1)
+buckets, so there is one bucket reduction and no Horner tail, and c can be larger (c = 20: 13
+windows instead of 16 at c = 16). Costs W times the bases' VRAM.
 """
 
 from __future__ import annotations
@@ -32,8 +39,12 @@ from .cuda import _check_fr
 THREADS = 128
 NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
+SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross-segment partials)
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
 CHUNK_THREADS = 32768  # about this many threads for the bucket reduction (msm_chunks)
+BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
+TABLE_WINDOW = 20  # default c of a table of window multiples (13 windows for 255-bit scalars)
+TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
 
 
 @dataclass(frozen=True)
@@ -69,9 +80,77 @@ def default_window(n: int) -> int:
     return max(4, min(16, n.bit_length() - 3))
 
 
-def _check_points(g: Group, points, n: int):
+def windows_for(c: int) -> int:
+    """Signed c-bit digits of a 255-bit scalar plus the final carry."""
+    return 255 // c + 1
+
+
+@dataclass
+class Bases:
+    """MSM bases resident on the device in the kernels' form: ``mont`` = affine Montgomery
+    ``[n, 2, *elem]``; with ``table_window`` c, ``table`` = ``[W n, 2, *elem]`` with row w n + i =
+    2^(c w) P_i (``mont`` is its first n rows)."""
+
+    group: Group
+    mont: object
+    n: int
+    table: object = None
+    table_window: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return int((self.table if self.table is not None else self.mont).nbytes)
+
+    def slice(self, start: int, count: int) -> Bases:
+        """Bases start .. start + count - 1 (a view; without the table, whose rows are per level)."""
+        if not 0 <= start <= start + count <= self.n:
+            raise ValueError(f"bases slice {start}..{start + count} outside 0..{self.n}")
+        return Bases(self.group, self.mont[start : start + count], count)
+
+
+def table_bytes(g: Group, n: int, c: int = TABLE_WINDOW) -> int:
+    """VRAM of a table of window multiples of n bases (all W levels, the bases included)."""
+    return windows_for(c) * n * 2 * int(np.prod(g.elem)) * 8
+
+
+def prepare_bases(g: Group, points, table_window: int | None = None, timings: dict | None = None) -> Bases:
+    """points (affine standard form, numpy or cupy, shape checked) -> Bases on the device;
+    table_window c: also the window multiples 2^(c w) P_i for the windows of c-bit digits."""
     cp = require_cupy()
-    shape = (n, 2, *g.elem)
+    pts = _check_points(g, points)
+    n = int(pts.shape[0])
+    if table_window is not None and not 2 <= table_window <= 20:
+        raise ValueError(f"prepare_bases: table window {table_window} outside 2..20")
+    levels = windows_for(table_window) if table_window else 1
+    if table_window and levels * n >= 2**31:
+        raise ValueError(f"prepare_bases: {levels} x {n} table rows is more than the kernels index (2^31 - 1)")
+    timer = PhaseTimer(cp) if timings is not None else None
+    table = cp.empty((levels * n, 2, *g.elem), dtype=cp.uint64)
+    count = n * 2 * int(np.prod(g.elem)) // FP_LIMBS  # Fp elements
+    if n:
+        _launch(g, "msm_to_mont", count, (pts, table, np.uint64(count)))
+    _mark(timer, "to_mont")
+    if levels > 1 and n:
+        xyzz = _xyzz_buffer(cp, g, n)
+        scratch = cp.empty((n, *g.elem), dtype=cp.uint64)
+        per = n * 2 * int(np.prod(g.elem))  # uint64 words per level
+        flat = table.reshape(-1)
+        for w in range(1, levels):
+            prev, cur = flat[(w - 1) * per : w * per], flat[w * per : (w + 1) * per]
+            _launch(g, "msm_double_c", n, (prev, np.uint32(n), np.int32(table_window), xyzz))
+            nt = (n + BATCH_AFFINE - 1) // BATCH_AFFINE
+            _launch(g, "msm_batch_affine", nt, (xyzz, np.uint32(n), np.uint32(BATCH_AFFINE), scratch, cur))
+        del xyzz, scratch
+        _mark(timer, "table")
+    if timer is not None:
+        timings.update(timer.ms())
+    return Bases(g, table[:n], n, table if levels > 1 else None, table_window or 0)
+
+
+def _check_points(g: Group, points, n: int | None = None):
+    """points as a cupy array, checked: uint64 [n, 2, *elem] (any n when n is None), C-contiguous."""
+    cp = require_cupy()
+    shape = (points.shape[0] if n is None and getattr(points, "ndim", 0) else n, 2, *g.elem)
     if not isinstance(points, (np.ndarray, cp.ndarray)) or points.dtype != np.uint64:
         raise TypeError(f"msm_{g.name} points: expected a numpy or cupy uint64 array {list(shape[1:])} per point "
                         "(affine, standard form)")
@@ -126,9 +205,9 @@ def sum_points(cp, g: Group, pts, idx):
 
 
 def segment_size(length: int) -> int:
-    """Entries per thread: about length / 2^18 (enough threads to fill an H200), 4..32."""
+    """Entries per thread: about length / 2^18 (enough threads to fill an H200), 4..SEG_MAX."""
     s = 4
-    while s < 32 and s * 2**18 < length:
+    while s < SEG_MAX and s * 2**18 < length:
         s *= 2
     return s
 
@@ -180,14 +259,17 @@ def _mark(timer, name: str) -> None:
         timer.mark(name)
 
 
-def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None):
-    """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w."""
+def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0):
+    """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w.
+    table_n != 0: pts is a table of window multiples of table_n bases for this c, and the one row
+    returned (W = 1) is the whole sum."""
     m = int(idx.shape[0])
-    W = 255 // c + 1  # enough signed digits for 255-bit scalars plus the final carry
+    W = windows_for(c)
     nb = 1 << (c - 1)
-    total = W * nb
+    total = nb if table_n else W * nb
     entries = cp.empty(W * m, dtype=cp.uint64)
-    _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), entries))
+    _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), np.uint32(table_n), entries))
+    W = 1 if table_n else W
     _mark(timer, "digits")
     entries.sort()
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
@@ -200,30 +282,56 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None):
     _launch(g, "msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
     out = _sum_rows(cp, g, chunks, W, nchunks // W)
     _mark(timer, "reduce")
-    return out, W
+    return out
 
 
-def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
+def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
+        use_table: bool | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard).
+    points: affine standard form (converted per call) or Bases (prepare_bases). window: c of the
+    per-window path (default: by size). use_table: bases with a table of window multiples use it
+    (and its c) when True, never when False; None (default): when no window is given and at least
+    TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events)."""
     cp = require_cupy()
     s = _check_fr(scalars, f"msm_{g.name} scalars")
     n = s.shape[0]
-    pts = _check_points(g, points, n)
-    if n == 0:
-        return g.affine_to_limbs(None)
+    timer = PhaseTimer(cp) if timings is not None else None
+    if isinstance(points, Bases):
+        if points.group.name != g.name:
+            raise ValueError(f"msm_{g.name}: bases prepared for {points.group.name}")
+        if points.n != n:
+            raise ValueError(f"msm_{g.name} points: {points.n} bases for {n} scalars")
+        bases = points
+    else:
+        _check_points(g, points, n)
     if n >= 2**31:
         raise ValueError(f"msm_{g.name}: {n} points is more than this kernel indexes (2^31 - 1)")
     if window is not None and not 2 <= window <= 20:
         raise ValueError(f"msm_{g.name}: window {window} outside 2..20")
+    if n == 0:
+        return g.affine_to_limbs(None)
+    if not isinstance(points, Bases):
+        bases = prepare_bases(g, points)
+        _mark(timer, "to_mont")
+    pts = bases.mont
     ref = g.ref
-    timer = PhaseTimer(cp) if timings is not None else None
     ones, rest = split_scalars(cp, s)
     _mark(timer, "split")
     acc = ref.INF_XYZZ
-    if rest.shape[0]:
-        c = window or default_window(int(rest.shape[0]))
-        sums, W = window_sums(cp, g, pts, cp.ascontiguousarray(s[rest]), rest, c, timer)
+    m = int(rest.shape[0])
+    if use_table and bases.table is None:
+        raise ValueError(f"msm_{g.name}: use_table without a table of window multiples (prepare_bases(table_window=))")
+    if use_table is None:
+        use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
+    if m and use_table:
+        c = bases.table_window
+        sums = window_sums(cp, g, bases.table, cp.ascontiguousarray(s[rest]), rest, c, timer, table_n=n)
+        acc = _xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
+        _mark(timer, "host")
+    elif m:
+        c = window or default_window(m)
+        sums = window_sums(cp, g, pts, cp.ascontiguousarray(s[rest]), rest, c, timer)
         for w, p in enumerate(reversed(_xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
@@ -238,11 +346,13 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
     return g.affine_to_limbs(ref.xyzz_to_affine(acc))
 
 
-def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
+def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None,
+           use_table: bool | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
-    return msm(G1, points, scalars, window, timings)
+    return msm(G1, points, scalars, window, timings, use_table)
 
 
-def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None) -> np.ndarray:
+def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None,
+           use_table: bool | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G2: points uint64[n, 2, 2, 6] -> numpy uint64[2, 2, 6]."""
-    return msm(G2, points, scalars, window, timings)
+    return msm(G2, points, scalars, window, timings, use_table)

@@ -1,8 +1,12 @@
 """The ``cuda`` proving backend: the interface of CpuBackend, with the H computation and every
 MSM on the GPU and the bases resident in VRAM.
 
-  load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept; free VRAM
-                 checked first; only single points (alpha, beta, delta) become arkworks objects
+  load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept in the MSM
+                 kernels' form (cuda_msm.Bases, Montgomery); free VRAM checked first; the
+                 H query (uniform scalars, the costliest MSM) also gets a table of window
+                 multiples when it pays (>= 2^16 bases) and fits (precompute_h; at most half of
+                 the VRAM left after the queries); only single points (alpha, beta, delta)
+                 become arkworks objects
   load_cs(cs)    constraint matrices uploaded once and kept (cuda_spmv.DeviceConstraintSystem)
   compute_h_from_witness(cs, w)
                  witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
@@ -45,15 +49,30 @@ class GpuKey:
     G1_QUERIES = ("a_query", "b_g1_query", "l_query", "h_query")
     G2_QUERIES = ("b_g2_query",)
 
-    def __init__(self, pk: ProvingKey, cp):
+    def __init__(self, pk: ProvingKey, cp, precompute_h: bool = True):
+        from .cuda_msm import G1, G2, TABLE_MIN_SCALARS, TABLE_WINDOW, prepare_bases, table_bytes
+
         self.pk = pk
         names = self.G1_QUERIES + self.G2_QUERIES
         need = sum(getattr(pk, q).nbytes for q in names)
+        largest = max(getattr(pk, q).nbytes for q in names)  # its standard-form upload, converted then freed
         free, _total = cp.cuda.runtime.memGetInfo()
-        if need + VRAM_MARGIN > free:
-            raise MemoryError(f"GPU memory: the key's queries (G1 and G2) need {need / 2**30:.2f} GiB, "
-                              f"{free / 2**30:.2f} GiB free (margin {VRAM_MARGIN / 2**30:.0f} GiB)")
-        self.device = {q: cp.asarray(np.ascontiguousarray(getattr(pk, q))) for q in names}
+        free += cp.get_default_memory_pool().free_bytes()
+        if need + largest + VRAM_MARGIN > free:
+            raise MemoryError(f"GPU memory: the key's queries (G1 and G2) need {need / 2**30:.2f} GiB "
+                              f"(+ {largest / 2**30:.2f} GiB while converting), {free / 2**30:.2f} GiB free "
+                              f"(margin {VRAM_MARGIN / 2**30:.0f} GiB)")
+        n_h = len(pk.h_query)
+        table = table_bytes(G1, n_h)
+        # Window multiples of the H bases when they pay and fit in half of what is left.
+        self.h_table = bool(precompute_h and n_h >= TABLE_MIN_SCALARS
+                            and table <= (free - need - VRAM_MARGIN) // 2)
+        self.device = {}
+        for q in names:
+            g = G2 if q in self.G2_QUERIES else G1
+            window = TABLE_WINDOW if (q == "h_query" and self.h_table) else None
+            self.device[q] = prepare_bases(g, np.ascontiguousarray(getattr(pk, q)), table_window=window)
+            cp.get_default_memory_pool().free_all_blocks()  # the standard-form upload
         self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
@@ -64,6 +83,7 @@ class GpuKey:
 class CudaBackend:
     name = "cuda"
     split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
+    precompute_h = True  # window multiples of the H bases when they pay and fit (GpuKey)
 
     def __init__(self, threads: int = 2):
         self.cp = require_cupy()
@@ -78,7 +98,7 @@ class CudaBackend:
     def load_key(self, pk: ProvingKey) -> GpuKey:
         key = self._keys.get(id(pk))
         if key is None or key.pk is not pk:
-            key = self._keys[id(pk)] = GpuKey(pk, self.cp)
+            key = self._keys[id(pk)] = GpuKey(pk, self.cp, self.precompute_h)
         return key
 
     @contextmanager
@@ -189,8 +209,8 @@ class CudaBackend:
 
         bases = key.device[query]
         s = self._scalar_limbs(scalars, f"MSM {query} scalars")
-        if len(s) != len(bases):
-            raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
+        if len(s) != bases.n:
+            raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         aff = self._timed_gpu(msm_g1, bases, s)
         return g1_points(aff.reshape(1, 2, 6))[0]
 
@@ -202,12 +222,12 @@ class CudaBackend:
         bases = key.device[query]
         s = self._scalar_limbs(scalars, f"MSM {query} scalars")
         if start is None:
-            if len(s) != len(bases):
-                raise ValueError(f"MSM {query}: {len(bases)} bases but {len(s)} scalars")
+            if len(s) != bases.n:
+                raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         else:
-            if start < 0 or start + len(s) > len(bases):
-                raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {len(bases)} bases")
-            bases = bases[start : start + len(s)]
+            if start < 0 or start + len(s) > bases.n:
+                raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
+            bases = bases.slice(start, len(s))
         aff = self._timed_gpu(msm_g2, bases, s)
         return g2_points(aff.reshape(1, 2, 2, 6))[0]
 

@@ -1,10 +1,12 @@
 """Precompile every kernel module to a cubin with nvcc (no GPU needed), for the loader to pick up
 instead of compiling with NVRTC on the GPU machine (minutes for msm.cu):
 
-    python -m cuzk_ray.kernels.build [--arch sm_90] [--out DIR] [--jobs N]
+    python -m cuzk_ray.kernels.build [--arch sm_90] [--out DIR] [--jobs N] [--variant MODULE:D1,D2 ...]
 
 DIR defaults to $CUZK_CUBIN_DIR or ~/.cache/cuzk-ray/cubin; files are named by loader.module_hash,
-so only cubins of the current sources are ever loaded. Older cubins of a module are removed.
+so only cubins of the current sources are ever loaded. Older cubins of a module are removed when
+its default build is made. --variant also builds a compile-time variant (defines, e.g.
+msm.cu:MSM_SEG_MINB=3) that benchmarks ask for (loader.get_kernel(..., defines)).
 """
 
 from __future__ import annotations
@@ -25,22 +27,25 @@ def modules() -> list[str]:
     return sorted(p.name for p in loader.KERNEL_DIR.glob("*.cu"))
 
 
-def build_one(name: str, arch: str, out: Path, nvcc: str) -> tuple[str, float, str]:
-    """(name, seconds, error or ""): nvcc -cubin into a temporary name, renamed when complete."""
-    target = out / loader.cubin_path(name, arch).name
+def build_one(name: str, arch: str, out: Path, nvcc: str, defines: tuple = (),
+              keep: frozenset = frozenset()) -> tuple[str, float, str]:
+    """(name, seconds, error or ""): nvcc -cubin into a temporary name, renamed when complete;
+    a default build removes the module's other cubins except those named in keep."""
+    target = out / loader.cubin_path(name, arch, defines).name
     if target.is_file():
         return name, 0.0, ""
     tmp = target.with_suffix(f".tmp{os.getpid()}")
     cmd = [nvcc, loader.STD, f"-arch={arch}", f"-I{loader.KERNEL_DIR}", "-cubin", "-o", str(tmp),
-           str(loader.KERNEL_DIR / name)]
+           *(f"-D{d}" for d in defines), str(loader.KERNEL_DIR / name)]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if res.returncode != 0:
         tmp.unlink(missing_ok=True)
         return name, time.perf_counter() - t0, (res.stderr or res.stdout).strip()
     stem = Path(name).stem
-    for old in out.glob(f"{stem}-{arch}-*.cubin"):
-        old.unlink()
+    for old in out.glob(f"{stem}-{arch}-*.cubin") if not defines else ():
+        if old.name not in keep:
+            old.unlink()
     tmp.rename(target)
     return name, time.perf_counter() - t0, ""
 
@@ -50,7 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--variant", action="append", default=[], metavar="MODULE:D1,D2",
+                    help="also build MODULE with these defines (repeatable)")
     args = ap.parse_args(argv)
+    variants = []
+    for v in args.variant:
+        name, _, defs = v.partition(":")
+        if name not in modules() or not defs:
+            print(f"error: --variant {v}: expected MODULE:DEFINE[,DEFINE] with MODULE one of {modules()}", file=sys.stderr)
+            return 2
+        variants.append((name, tuple(defs.split(","))))
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         print("error: nvcc not on PATH (install the CUDA toolkit, or let NVRTC compile on the GPU)", file=sys.stderr)
@@ -58,13 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or loader.cubin_dir()  # file names do not depend on the directory
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
+    jobs = [(n, ()) for n in modules()] + variants
+    keep = frozenset(loader.cubin_path(n, args.arch, d).name for n, d in jobs)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        for name, secs, err in ex.map(lambda n: build_one(n, args.arch, out, nvcc), modules()):
+        results = ex.map(lambda j: build_one(j[0], args.arch, out, nvcc, j[1], keep), jobs)
+        for (name, defs), (_, secs, err) in zip(jobs, results):
+            label = name + (f" [{','.join(defs)}]" if defs else "")
             if err:
                 failed += 1
-                print(f"error: {name}: nvcc failed:\n{err}", file=sys.stderr)
+                print(f"error: {label}: nvcc failed:\n{err}", file=sys.stderr)
             else:
-                print(f"{name}: {'cached' if secs == 0 else f'{secs:.1f} s'} -> {out / loader.cubin_path(name, args.arch).name}")
+                print(f"{label}: {'cached' if secs == 0 else f'{secs:.1f} s'} -> {out / loader.cubin_path(name, args.arch, defs).name}")
     return 1 if failed else 0
 
 

@@ -12,8 +12,9 @@
 //     0xffffffff and sort last.
 //  2. (host, CuPy) sort of the 64-bit entries (radix sort), so each bucket is a contiguous run.
 //  3. msm_seg_points: thread t adds the S sorted entries t S .. t S + S - 1 (mixed XYZZ +
-//     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine standard
-//     form, converted to Montgomery form on load, 2M). A bucket run that lies wholly inside the
+//     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine Montgomery
+//     form, converted once by msm_to_mont when the key is loaded; the next point is fetched while
+//     the current one is added). A bucket run that lies wholly inside the
 //     segment is added into its bucket; the segment's first and last runs, when the bucket goes
 //     on into the neighbouring segment, are written as (key, partial sum) into two slots per
 //     segment. The slots stay sorted by key, so msm_seg_partials repeats the same segmented
@@ -27,26 +28,41 @@
 //  5. xyzz_sum_rows: rows of XYZZ points summed in groups of `per` (a tree over launches):
 //     chunk sums -> one sum per window; the partial sums of the scalar-1 points -> one point.
 //  6. (host, Python ints) Horner over the W window sums, plus the sum of the scalar-1 points.
+// With a table of window multiples (row w n + i = 2^(c w) P_i, built by msm_double_c and
+// msm_batch_affine), every window's digits go into one set of 2^(c-1) buckets (the digit's
+// window picks the table row), so step 4 runs over one window and step 6 has nothing to combine:
+// the same number of additions in step 3, but c can grow (fewer windows) without multiplying the
+// bucket reduction by W.
 // M and S are multiplications in F: over Fp2 one M is 3 Fp mul, one S 2 Fp mul.
 #pragma once
 #include "ec/xyzz.cuh"
 
 #define NO_KEY 0xffffffffu
+// Compile-time variants (jobs/bench_kernels.py --g1-defines compares them): blocks of 128 threads
+// per SM that the accumulation kernel must fit (its register cap), and the point prefetch.
+// H200, G1 2^24 uniform, acc_points: 1 block (240 registers) 319 ms, 3 (<= 168) 222 ms, 4 (<= 128,
+// spills) 244 ms: the kernel is latency-bound at 2 warps per scheduler. Prefetch: 319 vs 323 ms.
+#ifndef MSM_SEG_MINB
+#define MSM_SEG_MINB 3
+#endif
+#ifndef MSM_PREFETCH
+#define MSM_PREFETCH 1
+#endif
 
-// acc + point i (affine standard form; all-zero = infinity, skipped), negated if neg.
+// acc + point i (affine, Montgomery form; all-zero = infinity, skipped), negated if neg.
 template <class F>
-__device__ __forceinline__ xyzz_t<F> add_point(const xyzz_t<F>& acc, const u32* points, u32 i, bool neg) {
-    affine_t<F> p = load_affine<F>(points, i);
+__device__ __forceinline__ xyzz_t<F> add_point(const xyzz_t<F>& acc, affine_t<F> p, bool neg) {
     if (p.x.is_zero() && p.y.is_zero()) return acc;
-    p.x = to_mont(p.x);
-    p.y = to_mont(p.y);
     if (neg) p.y = -p.y;
     return xyzz_madd(acc, p);
 }
 
 // scalars: standard-form Fr limbs (8 u32 each), m of them; idx[i] is the point index of scalar
-// i. entries: [W][m] 64-bit (key << 32 | value), see step 1.
-__device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* idx, u32 m, int c, int W, u64* entries) {
+// i. entries: [W][m] 64-bit (key << 32 | value), see step 1. table_n != 0: the bases are a table
+// of window multiples (row w n + i = 2^(c w) P_i), all windows share one set of 2^(c-1) buckets:
+// key = |d| - 1 and the value's point is w table_n + idx[i].
+__device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* idx, u32 m, int c, int W,
+                                                u32 table_n, u64* entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
     u32 s[9];
@@ -68,8 +84,9 @@ __device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* i
         } else {
             carry = 0;
         }
-        const u32 key = d == 0 ? NO_KEY : ((u32)w << (c - 1)) | (d - 1);
-        entries[(u64)w * m + i] = ((u64)key << 32) | point | (neg << 31);
+        const u32 key = d == 0 ? NO_KEY : table_n ? d - 1 : ((u32)w << (c - 1)) | (d - 1);
+        const u32 value = table_n ? w * table_n + point : point;
+        entries[(u64)w * m + i] = ((u64)key << 32) | value | (neg << 31);
     }
 }
 
@@ -104,6 +121,11 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
     const bool shared_tail = end < len && entry_key<POINTS>(sorted, in_keys, end) == last_key;
     xyzz_t<F> acc = xyzz_t<F>::inf();
     bool first = true;
+    // POINTS: the point of entry e + 1 is loaded while entry e is added (MSM_PREFETCH), so the
+    // gather's latency overlaps the ~10 multiplications of a mixed addition.
+    u32 v_next = POINTS ? (u32)sorted[beg] : 0;
+    affine_t<F> p_next;
+    if (POINTS && MSM_PREFETCH) p_next = load_affine<F>(points, v_next & 0x7fffffffu);
     for (u32 e = beg; e < end; e++) {
         const u32 k = entry_key<POINTS>(sorted, in_keys, e);
         if (k != key) {  // the run of `key` ends here
@@ -118,8 +140,19 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
             acc = xyzz_t<F>::inf();
         }
         if (POINTS) {
-            const u32 v = (u32)sorted[e];
-            acc = add_point<F>(acc, points, v & 0x7fffffffu, v >> 31);
+            const u32 v = v_next;
+            affine_t<F> p;
+            if (MSM_PREFETCH) {
+                p = p_next;
+                if (e + 1 < end) {
+                    v_next = (u32)sorted[e + 1];
+                    p_next = load_affine<F>(points, v_next & 0x7fffffffu);
+                }
+            } else {
+                p = load_affine<F>(points, v & 0x7fffffffu);
+                if (e + 1 < end) v_next = (u32)sorted[e + 1];
+            }
+            acc = add_point<F>(acc, p, v >> 31);
         } else {
             acc = xyzz_add(acc, load_xyzz<F>(in_part, e));
         }
@@ -165,7 +198,7 @@ __device__ __forceinline__ void msm_chunks_impl(const u32* buckets, u32 nb, u32 
     store_xyzz(out, id, xyzz_add(T, Q));
 }
 
-// out[j] = sum of points idx[j per .. j per + per - 1] (affine standard form, infinity skipped),
+// out[j] = sum of points idx[j per .. j per + per - 1] (affine Montgomery, infinity skipped),
 // XYZZ Montgomery; j < ceil(m / per). 8M + 2S per point.
 template <class F>
 __device__ __forceinline__ void msm_sum_points_impl(const u32* points, const u32* idx, u32 m, u32 per, u32* out) {
@@ -174,8 +207,62 @@ __device__ __forceinline__ void msm_sum_points_impl(const u32* points, const u32
     if (beg >= m) return;
     const u64 end = min(beg + per, (u64)m);
     xyzz_t<F> acc = xyzz_t<F>::inf();
-    for (u64 e = beg; e < end; e++) acc = add_point<F>(acc, points, idx[e], false);
+    for (u64 e = beg; e < end; e++) acc = add_point<F>(acc, load_affine<F>(points, idx[e]), false);
     store_xyzz(out, j, acc);
+}
+
+// out[i] = R x[i] (standard -> Montgomery form) for count elements of Fp (an affine point is 2
+// of them in G1, 4 in G2). 1 mul each.
+__device__ __forceinline__ void msm_to_mont_impl(const u32* in, u32* out, u64 count) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) store(out, i, to_mont(load<fp_params>(in, i)));
+}
+
+// Window multiples, one level: out[i] = 2^c prev[i] (prev affine Montgomery, infinity all zero;
+// out XYZZ). mdbl + (c - 1) dbl: ~(c - 1)(6M + 3S) + 4M + 3S.
+template <class F>
+__device__ __forceinline__ void msm_double_c_impl(const u32* prev, u32 n, int c, u32* out) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const affine_t<F> p = load_affine<F>(prev, i);
+    xyzz_t<F> acc = xyzz_t<F>::inf();
+    if (!(p.x.is_zero() && p.y.is_zero())) {
+        acc = xyzz_mdbl(p);
+        for (int k = 1; k < c; k++) acc = xyzz_dbl(acc);
+    }
+    store_xyzz(out, i, acc);
+}
+
+// XYZZ -> affine Montgomery (infinity -> all zero) for n points, K consecutive points per thread
+// sharing one inversion (Montgomery's trick): prefix products of ZZZ in scratch (one F per
+// point), one inversion, then back: ~3M per point + 1 inversion per K, plus 3M + 1S to affine.
+template <class F>
+__device__ __forceinline__ void msm_batch_affine_impl(const u32* in, u32 n, u32 K, u32* scratch, u32* out) {
+    const u64 beg = ((u64)blockIdx.x * blockDim.x + threadIdx.x) * K;
+    if (beg >= n) return;
+    const u64 end = min(beg + K, (u64)n);
+    F acc = F::one();
+    for (u64 i = beg; i < end; i++) {  // scratch[i] = product of the ZZZ before i (infinity: 1)
+        store_elem<F>(scratch, i, acc);
+        const F zzz = load_elem<F>(in, 4 * i + 3);
+        if (!zzz.is_zero()) acc = acc * zzz;
+    }
+    F inv = inverse(acc);  // 1 / product of all ZZZ of the range
+    for (u64 i = end; i-- > beg;) {
+        const xyzz_t<F> p = load_xyzz<F>(in, i);
+        affine_t<F> r;
+        if (p.is_inf()) {
+            r.x = F::zero();
+            r.y = F::zero();
+        } else {
+            const F t = inv * load_elem<F>(scratch, i);  // 1 / ZZZ_i
+            inv = inv * p.ZZZ;
+            const F zz_inv = sqr(p.ZZ * t);  // 1 / ZZ = (ZZ / ZZZ)^2 as ZZ^3 = ZZZ^2
+            r.x = p.X * zz_inv;
+            r.y = p.Y * t;
+        }
+        store_affine(out, i, r);
+    }
 }
 
 // in: [rows][m] XYZZ; out: [rows][ceil(m / per)], out[r][j] = sum in[r][j per .. j per + per - 1].
@@ -192,14 +279,23 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
 }
 
 // The module's kernels for field F, named prefix##msm_digits etc. (prefix may be empty).
-// points: affine standard form (2 elements of F per point); sorted: len entries, all with
+// points: affine Montgomery form (2 elements of F per point; msm_to_mont converts); sorted: len entries, all with
 // key != NO_KEY; buckets: [W 2^(c-1)] XYZZ, Montgomery form, zero-initialised (infinity).
 #define DEFINE_MSM_KERNELS(F, prefix)                                                                       \
     extern "C" __global__ void prefix##msm_digits(const u32* scalars, const u32* idx, u32 m, int c, int W,    \
-                                                  u64* entries) {                                           \
-        msm_digits_impl(scalars, idx, m, c, W, entries);                                                    \
+                                                  u32 table_n, u64* entries) {                              \
+        msm_digits_impl(scalars, idx, m, c, W, table_n, entries);                                           \
     }                                                                                                       \
-    extern "C" __global__ void prefix##msm_seg_points(const u32* points, const u64* sorted, u32 len, u32 S,   \
+    extern "C" __global__ void prefix##msm_to_mont(const u32* in, u32* out, u64 count) {                      \
+        msm_to_mont_impl(in, out, count);                                                                   \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_double_c(const u32* prev, u32 n, int c, u32* out) {                \
+        msm_double_c_impl<F>(prev, n, c, out);                                                              \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_batch_affine(const u32* in, u32 n, u32 K, u32* scratch, u32* out) { \
+        msm_batch_affine_impl<F>(in, n, K, scratch, out);                                                   \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(128, MSM_SEG_MINB) prefix##msm_seg_points(const u32* points, const u64* sorted, u32 len, u32 S,   \
                                                       u32* buckets, u32* out_keys, u32* out_part) {         \
         seg_pass<F, true>(points, sorted, nullptr, nullptr, len, S, buckets, out_keys, out_part);           \
     }                                                                                                       \
