@@ -145,8 +145,9 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
 # "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
 # shared memory); "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w": ntt_pass / ntt_pass_r4 with the
 # 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses.
-# All are tested; the default is the fastest measured on the H200.
-PASS_KERNEL = "ntt_pass"
+# All are tested bit for bit; the default is the fastest measured on the H200 (2026-11-29:
+# 2^24 5.27 ms with ntt_pass_w vs 7.64 with ntt_pass, 2^27 43.8 vs 63.8; docs/BENCHMARKS.md).
+PASS_KERNEL = "ntt_pass_w"
 # kernel -> (tile elements per thread, launch bound of threads per block); a block of fewer
 # threads than tile / per-thread loops over the tile (the pass loops are strided).
 _PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws": (2, 512),

@@ -14,7 +14,10 @@
 // bit-reversed (flags & 4), so a natural-order transform needs no copy or permutation pass.
 // Costs per pass: n/2 * k butterflies, each 1 Fr mul (256 mad) + 1 add + 1 sub, and one
 // 32-byte twiddle load from a level-by-level table (see pass_geometry::twiddle), read in the
-// same 128-byte runs as the data.
+// same 128-byte runs as the data. The multiplication dominates: with operator* (~640 SASS
+// instructions, IMAD.HI + IADD3.X per carried high half) the pass ran at ~77% of its 35.9 G/s;
+// ntt_pass_w (the default) uses mul_wide (~270 instructions, 51.6 G/s) and 128-bit shared
+// memory accesses: 2^24 7.64 -> 5.27 ms, 2^27 63.8 -> 43.8 ms on the H200 (docs/BENCHMARKS.md).
 //
 //  DIF (flags & 2 == 0): natural order in, bit-reversed out; passes from the top bits down.
 //  DIT (flags & 2 != 0): bit-reversed in, natural order out; passes from the bottom bits up.

