@@ -3,8 +3,9 @@
     python jobs/bench_kernels.py [SIZES] [--runs N] [--h-max LOG] [--pass KERNEL] [--msm L]
                                  [--msm-g2 L] [--fixed L]
         SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes; "-" for no NTT/H table.
-        --h-max: largest size for H (default: all); --pass: ntt_pass (default), ntt_pass_r4,
-        ntt_pass_tws (see cuzk_ray.backends.cuda.PASS_KERNEL).
+        --h-max: largest size for H (default: all); --pass: pass kernel(s), comma list, e.g.
+        ntt_pass,ntt_pass_w (see cuzk_ray.backends.cuda.PASS_KERNEL; default: its value);
+        --pass-bits "8,9": stages per pass to try (cuda.MAX_PASS_BITS; default: its value).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
@@ -92,6 +93,7 @@ def main(argv: list[str]) -> None:
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_defines = [], [], [], [], []
     g1_variants, g1_tables, g2_tables = [], [], []
+    pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -131,7 +133,9 @@ def main(argv: list[str]) -> None:
             v = args.pop(0)
             setup_sizes = [] if v == "-" else parse_sizes(v)
         elif a == "--pass":
-            cuda.PASS_KERNEL = args.pop(0)
+            pass_kernels = args.pop(0).split(",")
+        elif a == "--pass-bits":
+            pass_bits = [int(b) for b in args.pop(0).split(",")]
         else:
             sizes = [] if a == "-" else parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -139,12 +143,35 @@ def main(argv: list[str]) -> None:
           f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
     if sizes:
         mul_throughput(cp)
-        print(f"NTT pass kernel: {cuda.PASS_KERNEL}")
-        print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+    for kernel in pass_kernels if sizes else []:
+        for bits in pass_bits:
+            cuda.PASS_KERNEL, cuda.MAX_PASS_BITS = kernel, bits
+            print(f"NTT pass kernel: {kernel}, at most {bits} stages per pass")
+            ntt_table(cp, sizes, runs, h_max)
+    if msm_sizes:
+        bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables)
+    if g2_sizes:
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, [g2_defines] if g2_defines else [], g2_tables)
+    if fixed_sizes:
+        bench_fixed_base(cp, fixed_sizes, runs)
+    if spmv_sizes:
+        bench_spmv(cp, spmv_sizes, runs)
+    if setup_sizes:
+        bench_setup(cp, setup_sizes, runs)
+
+
+_NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels
+
+
+def ntt_table(cp, sizes, runs: int, h_max: int) -> None:
+    """The NTT / H table for the current cuda.PASS_KERNEL and cuda.MAX_PASS_BITS."""
+    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for log_n in sizes:
         n = 1 << log_n
-        x = random_fr(cp, (1, n, 4), log_n)
+        if log_n not in _NTT_INPUTS:  # 2^27: 4 GiB of random limbs, ~10 s on the host
+            _NTT_INPUTS[log_n] = random_fr(cp, (1, n, 4), log_n)
+        x = _NTT_INPUTS[log_n]
         ntt_ms = time_ms(cp, lambda: cuda.ntt_device(x), runs)
         y = cuda.ntt_device(x)
         ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))
@@ -166,16 +193,6 @@ def main(argv: list[str]) -> None:
         print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
               f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
         cp.get_default_memory_pool().free_all_blocks()
-    if msm_sizes:
-        bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables)
-    if g2_sizes:
-        bench_msm_g2(cp, g2_sizes, runs, g2_windows, [g2_defines] if g2_defines else [], g2_tables)
-    if fixed_sizes:
-        bench_fixed_base(cp, fixed_sizes, runs)
-    if spmv_sizes:
-        bench_spmv(cp, spmv_sizes, runs)
-    if setup_sizes:
-        bench_setup(cp, setup_sizes, runs)
 
 
 _CIRCUITS: dict = {}
@@ -288,7 +305,7 @@ def mul_throughput(cp) -> None:
     from cuzk_ray.kernels.loader import get_kernel
 
     n, iters = 132 * 2048 * 4, 256
-    for name, words in (("fr_mul_chain", 8), ("fp_mul_chain", 12)):
+    for name, words in (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fp_mul_chain", 12)):
         data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
         data[:, 4:] = 0
         fn = get_kernel("ff_test.cu", name)

@@ -33,7 +33,10 @@ def rng():
     return random.Random(SEED)
 
 
-@pytest.fixture(params=["ntt_pass", "ntt_pass_r4", "ntt_pass_tws"])
+PASS_KERNELS = ["ntt_pass", "ntt_pass_r4", "ntt_pass_tws", "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w"]
+
+
+@pytest.fixture(params=PASS_KERNELS)
 def pass_kernel(request, monkeypatch):
     """Run a test with each NTT pass kernel."""
     monkeypatch.setattr(cuda, "PASS_KERNEL", request.param)
@@ -50,7 +53,7 @@ def with_edges(values, p):
 
 # ------------------------------------------------------------------------------- field arithmetic
 
-OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8}
+OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8, "raw_mul_wide": 9}
 
 
 def expected(op, a, b, p, nbits):
@@ -65,6 +68,7 @@ def expected(op, a, b, p, nbits):
         "to_mont": a * R % p,
         "from_mont": a * pow(R, -1, p) % p,
         "raw_mul": a * b * pow(R, -1, p) % p,
+        "raw_mul_wide": a * b * pow(R, -1, p) % p,
     }[op]
 
 
@@ -150,6 +154,34 @@ def test_ntt_matches_oracle(log_n, convention, rng, pass_kernel):
     got = cuda.ntt(x[0], convention=convention)
     assert np.array_equal(x[0], x0)
     assert list(limbs_to_ints(got)) == list(ref.ntt(np.array(rows[0], dtype=object), convention))
+
+
+@pytest.mark.parametrize("bits", [8, 9])
+@pytest.mark.parametrize("kernel", PASS_KERNELS)
+@pytest.mark.parametrize("log_n", [9, 13, 17, 18, 20, 25])
+def test_ntt_pass_kernels_agree(log_n, kernel, bits, rng, monkeypatch):
+    """Every pass kernel, with 8 or 9 stages per pass, gives the same bits as ntt_pass with 8
+    (checked against the oracle above) on sizes where the pass plans differ: forward, inverse,
+    coset, both conventions, and a DIF/DIT round trip through compute_h's code path."""
+    batch = 1 if log_n >= 25 else 2
+    x = rand_device_fr(rng, batch, 1 << log_n)
+    shift = rng.randrange(2, R_MOD)
+    cases = [(False, None, "snarkjs"), (True, None, "native"), (False, shift, "native"), (True, shift, "snarkjs")]
+    monkeypatch.setattr(cuda, "MAX_PASS_BITS", 8)
+    monkeypatch.setattr(cuda, "PASS_KERNEL", "ntt_pass")
+    want = [cuda.ntt_device(x, inverse=i, shift=s, convention=c) for i, s, c in cases]
+    monkeypatch.setattr(cuda, "MAX_PASS_BITS", bits)
+    monkeypatch.setattr(cuda, "PASS_KERNEL", kernel)
+    for (i, s, c), w in zip(cases, want):
+        got = cuda.ntt_device(x, inverse=i, shift=s, convention=c)
+        assert cp.array_equal(got, w), f"{kernel} bits={bits} n=2^{log_n} inverse={i} shift={s} {c}, seed {SEED}"
+    assert cp.array_equal(cuda.ntt_device(want[0], inverse=True), x)
+    if log_n <= 20:  # compute_h: DIF inverse passes, then DIT forward passes
+        abc = rand_device_fr(rng, 3, 1 << log_n)
+        got = cuda.compute_h_device(abc.copy())
+        monkeypatch.setattr(cuda, "MAX_PASS_BITS", 8)
+        monkeypatch.setattr(cuda, "PASS_KERNEL", "ntt_pass")
+        assert cp.array_equal(got, cuda.compute_h_device(abc)), f"compute_h {kernel} bits={bits} n=2^{log_n}"
 
 
 def test_ntt_conventions_differ_and_zero(rng):

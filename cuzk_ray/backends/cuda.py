@@ -25,7 +25,7 @@ from ..kernels.loader import get_kernel, require_cupy
 from ..ntt import powers
 
 MODULE = "ntt.cu"
-MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB)
+MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB); at most 9
 THREADS = 256  # pointwise kernels
 
 _tables: dict = {}  # (device, kind, ...) -> cupy array, kept for the life of the process
@@ -143,15 +143,22 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
 
 # NTT pass kernel (kernels/ntt.cu): "ntt_pass" (radix 2, twiddles from global memory),
 # "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
-# shared memory). All three are tested; the default is the fastest measured on the H200.
-PASS_KERNEL = "ntt_pass"
-_THREADS_PER_TILE = {"ntt_pass": 2, "ntt_pass_r4": 4, "ntt_pass_tws": 2}
+# shared memory); "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w": ntt_pass / ntt_pass_r4 with the
+# 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses.
+# All are tested bit for bit; the default is the fastest measured on the H200 (2026-11-29:
+# 2^24 5.27 ms with ntt_pass_w vs 7.64 with ntt_pass, 2^27 43.8 vs 63.8; docs/BENCHMARKS.md).
+PASS_KERNEL = "ntt_pass_w"
+# kernel -> (tile elements per thread, launch bound of threads per block); a block of fewer
+# threads than tile / per-thread loops over the tile (the pass loops are strided).
+_PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws": (2, 512),
+                  "ntt_pass_w": (2, 512), "ntt_pass_w32": (2, 512), "ntt_pass_r4w": (4, 256)}
 
 
 def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
     c = min(lo, 2)
     tile = 1 << (k + c)
-    threads = max(tile // _THREADS_PER_TILE[PASS_KERNEL], 1)
+    per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
+    threads = min(max(tile // per_thread, 1), max_threads)
     smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
     kernel = get_kernel(MODULE, PASS_KERNEL)
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:

@@ -2,10 +2,11 @@
 // standard-form little-endian limbs (uint64[n, k] viewed as uint32[n, 2k]).
 //
 // Ops 0..5 convert the inputs to Montgomery form, apply the op, and convert back, so they also
-// exercise to_mont / from_mont. Ops 6..8 act on the raw limbs to check the conversions alone.
+// exercise to_mont / from_mont. Ops 6..9 act on the raw limbs to check the conversions alone
+// (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8).
 #include "ff/bls12_381.cuh"
 
-enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL };
+enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE };
 
 template <class F>
 __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
@@ -18,7 +19,8 @@ __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
         case OP_NEG: return from_mont(-to_mont(a));
         case OP_TO_MONT: return to_mont(a);
         case OP_FROM_MONT: return from_mont(a);
-        default: return a * b;  // OP_RAW_MUL: a*b*R^-1
+        case OP_RAW_MUL: return a * b;  // a*b*R^-1
+        default: return mul_wide(a, b);  // OP_RAW_MUL_WIDE
     }
 }
 
@@ -59,4 +61,15 @@ __device__ __forceinline__ void mul_chain(u32* data, int iters, u64 n) {
     store(data, i, x + z);
 }
 extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params>(data, iters, n); }
+// The same with mul_wide (x = mul_wide(x, y), z = mul_wide(z, y)).
+extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x = load<fr_params>(data, i), y = load<fr_params>(data, i ^ 1), z = load<fr_params>(data, i ^ 2);
+    for (int r = 0; r < iters; r++) {
+        x = mul_wide(x, y);
+        z = mul_wide(z, y);
+    }
+    store(data, i, x + z);
+}
 extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params>(data, iters, n); }

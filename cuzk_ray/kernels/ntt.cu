@@ -14,7 +14,10 @@
 // bit-reversed (flags & 4), so a natural-order transform needs no copy or permutation pass.
 // Costs per pass: n/2 * k butterflies, each 1 Fr mul (256 mad) + 1 add + 1 sub, and one
 // 32-byte twiddle load from a level-by-level table (see pass_geometry::twiddle), read in the
-// same 128-byte runs as the data.
+// same 128-byte runs as the data. The multiplication dominates: with operator* (~640 SASS
+// instructions, IMAD.HI + IADD3.X per carried high half) the pass ran at ~77% of its 35.9 G/s;
+// ntt_pass_w (the default) uses mul_wide (~270 instructions, 51.6 G/s) and 128-bit shared
+// memory accesses: 2^24 7.64 -> 5.27 ms, 2^27 63.8 -> 43.8 ms on the H200 (docs/BENCHMARKS.md).
 //
 //  DIF (flags & 2 == 0): natural order in, bit-reversed out; passes from the top bits down.
 //  DIT (flags & 2 != 0): bit-reversed in, natural order out; passes from the bottom bits up.
@@ -34,15 +37,24 @@ __device__ __forceinline__ void butterfly1(F& x0, F& x1) {
     x1 = d;
 }
 
+// WIDE: the Fr multiplication mul_wide (ff/mont32.cuh, 64-bit-pair carry chains, ~270 SASS
+// instructions) instead of operator* (~640); same result bit for bit.
+template <bool WIDE>
+__device__ __forceinline__ F fmul(const F& a, const F& b) {
+    if (WIDE) return mul_wide(a, b);
+    return a * b;
+}
+
+template <bool WIDE = false>
 __device__ __forceinline__ void butterfly(F& x0, F& x1, const F& w, bool dit) {
     if (dit) {  // x0 + w x1, x0 - w x1: 1 mul, 1 add, 1 sub
-        const F t = x1 * w;
+        const F t = fmul<WIDE>(x1, w);
         x1 = x0 - t;
         x0 = x0 + t;
     } else {  // x0 + x1, (x0 - x1) w
         const F d = x0 - x1;
         x0 = x0 + x1;
-        x1 = d * w;
+        x1 = fmul<WIDE>(d, w);
     }
 }
 
@@ -70,18 +82,37 @@ struct pass_geometry {
 // Shared tile as structure of arrays, word i of element e at sh[i * tile + e], so consecutive
 // elements fall in consecutive banks. The tile is dynamic shared memory sized to the pass
 // (tile * 32 bytes), so small tiles do not cap the number of resident blocks.
-extern __shared__ u32 sh_tile[];
-#define sh_load(sh, e) sh_load_(sh, tile, e)
-#define sh_store(sh, e, x) sh_store_(sh, tile, e, x)
+// SH128 layout: the two 16-byte halves of element e at uint4 slots e and tile + e: 2 LDS.128 /
+// STS.128 per element instead of 8 LDS.32 / STS.32 (same bytes, a quarter of the instructions).
+// A quarter-warp (8 threads) is conflict-free when its 8 elements differ mod 8; the patterns
+// that are not (stage hd = 0 with c = 2, hd < 3 with c = 0) are 2-way, as in the 32-bit layout.
+extern __shared__ __align__(16) u32 sh_tile[];
+#define sh_load(sh, e) sh_load_<SH128>(sh, tile, e)
+#define sh_store(sh, e, x) sh_store_<SH128>(sh, tile, e, x)
+template <bool SH128>
 __device__ __forceinline__ F sh_load_(const u32* sh, u32 tile, u32 e) {
     F x;
+    if (SH128) {
+        const uint4* s4 = reinterpret_cast<const uint4*>(sh);
+        const uint4 a = s4[e], b = s4[tile + e];
+        x.v[0] = a.x; x.v[1] = a.y; x.v[2] = a.z; x.v[3] = a.w;
+        x.v[4] = b.x; x.v[5] = b.y; x.v[6] = b.z; x.v[7] = b.w;
+    } else {
 #pragma unroll
-    for (int i = 0; i < FR_WORDS; i++) x.v[i] = sh[i * tile + e];
+        for (int i = 0; i < FR_WORDS; i++) x.v[i] = sh[i * tile + e];
+    }
     return x;
 }
+template <bool SH128>
 __device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) {
+    if (SH128) {
+        uint4* s4 = reinterpret_cast<uint4*>(sh);
+        s4[e] = make_uint4(x.v[0], x.v[1], x.v[2], x.v[3]);
+        s4[tile + e] = make_uint4(x.v[4], x.v[5], x.v[6], x.v[7]);
+    } else {
 #pragma unroll
-    for (int i = 0; i < FR_WORDS; i++) sh[i * tile + e] = x.v[i];
+        for (int i = 0; i < FR_WORDS; i++) sh[i * tile + e] = x.v[i];
+    }
 }
 
 // One pass: rows of bits [lo, lo+k) of every vector, src -> dst (may alias unless bitrev_out).
@@ -92,7 +123,7 @@ __device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) 
 //         the data at the start of the pass (one exposed load latency per pass, not per stage;
 //         inverse twiddles negated once); needs 2 * tile * 32 bytes of shared memory.
 // Butterflies with twiddle 1 skip the multiplication in modes 0 and 2.
-template <int MODE>
+template <int MODE, bool WIDE = false, bool SH128 = false>
 __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u32* tw, int log_n, int lo,
                                               int k, int c, int flags) {
     u32* sh = sh_tile;
@@ -134,15 +165,15 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
                 F x0 = sh_load(sh, (r0 << c) | col), x1 = sh_load(sh, (r1 << c) | col);
                 F x2 = sh_load(sh, (r2 << c) | col), x3 = sh_load(sh, (r3 << c) | col);
                 if (dit) {  // bit blo (pairs r0-r1, r2-r3), then bit blo+1 (r0-r2, r1-r3)
-                    butterfly(x0, x1, g.twiddle(tw, r0, blo, col, inverse), true);
-                    butterfly(x2, x3, g.twiddle(tw, r2, blo, col, inverse), true);
-                    butterfly(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), true);
-                    butterfly(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), true);
+                    butterfly<WIDE>(x0, x1, g.twiddle(tw, r0, blo, col, inverse), true);
+                    butterfly<WIDE>(x2, x3, g.twiddle(tw, r2, blo, col, inverse), true);
+                    butterfly<WIDE>(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), true);
+                    butterfly<WIDE>(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), true);
                 } else {  // bit blo+1 first, then bit blo
-                    butterfly(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), false);
-                    butterfly(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), false);
-                    butterfly(x0, x1, g.twiddle(tw, r0, blo, col, inverse), false);
-                    butterfly(x2, x3, g.twiddle(tw, r2, blo, col, inverse), false);
+                    butterfly<WIDE>(x0, x2, g.twiddle(tw, r0, blo + 1, col, inverse), false);
+                    butterfly<WIDE>(x1, x3, g.twiddle(tw, r1, blo + 1, col, inverse), false);
+                    butterfly<WIDE>(x0, x1, g.twiddle(tw, r0, blo, col, inverse), false);
+                    butterfly<WIDE>(x2, x3, g.twiddle(tw, r2, blo, col, inverse), false);
                 }
                 sh_store(sh, (r0 << c) | col, x0); sh_store(sh, (r1 << c) | col, x1);
                 sh_store(sh, (r2 << c) | col, x2); sh_store(sh, (r3 << c) | col, x3);
@@ -157,9 +188,9 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
                 if (MODE != 1 && ((pos << lo) | g.lowpart | col) == 0)
                     butterfly1(x0, x1);
                 else if (MODE == 2)
-                    butterfly(x0, x1, sh_load(tws, (((1u << hd) - 1 + pos) << c) | col), dit);
+                    butterfly<WIDE>(x0, x1, sh_load(tws, (((1u << hd) - 1 + pos) << c) | col), dit);
                 else
-                    butterfly(x0, x1, g.twiddle(tw, j0, hd, col, inverse), dit);
+                    butterfly<WIDE>(x0, x1, g.twiddle(tw, j0, hd, col, inverse), dit);
                 sh_store(sh, (j0 << c) | col, x0);
                 sh_store(sh, (j1 << c) | col, x1);
             }
@@ -187,6 +218,24 @@ ntt_pass(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int 
 extern "C" __global__ void __launch_bounds__(256)
 ntt_pass_r4(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
     ntt_pass_impl<1>(src, dst, tw, log_n, lo, k, c, flags);
+}
+
+// The same passes with the 64-bit-pair Fr multiplication (mul_wide) and, except in _w32, the
+// 128-bit shared-memory layout (SH128 above). Same arguments, launch geometry and shared memory
+// as ntt_pass / ntt_pass_r4; bit-identical results.
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass_w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<0, true, true>(src, dst, tw, log_n, lo, k, c, flags);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass_w32(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<0, true, false>(src, dst, tw, log_n, lo, k, c, flags);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+ntt_pass_r4w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<1, true, true>(src, dst, tw, log_n, lo, k, c, flags);
 }
 
 // dst[i] = src[i] * g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level
