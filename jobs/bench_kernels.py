@@ -11,7 +11,7 @@
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
         --g1-windows "14,18": extra G1 MSM rows (uniform scalars) at these windows.
         --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
-        --g2-defines "XYZZ_INLINE=__forceinline__": also time a compile-time variant of msm_g2.cu.
+        --g2-defines "XYZZ_INLINE=__forceinline__": also time compile-time variants of msm_g2.cu.
         --g1-defines "MSM_SEG_MINB=3;MSM_PREFETCH=0": compile-time variants of msm.cu (";" between
         variants, "," between the defines of one); --g1-table / --g2-table "20": also time MSMs over
         bases with a table of window multiples for these c (build time printed).
@@ -91,7 +91,7 @@ def time_ms(cp, fn, runs: int) -> float:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
-    g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_defines = [], [], [], [], []
+    g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables = [], [], []
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
     args = list(argv)
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> None:
         elif a == "--g2-windows":
             g2_windows = parse_sizes(args.pop(0))
         elif a == "--g2-defines":
-            g2_defines = args.pop(0).split(",")
+            g2_variants = [v.split(",") for v in args.pop(0).split(";")]
         elif a == "--fixed":
             v = args.pop(0)
             fixed_sizes = [] if v == "-" else parse_sizes(v)
@@ -151,7 +151,7 @@ def main(argv: list[str]) -> None:
     if msm_sizes:
         bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables)
     if g2_sizes:
-        bench_msm_g2(cp, g2_sizes, runs, g2_windows, [g2_defines] if g2_defines else [], g2_tables)
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, g2_variants, g2_tables)
     if fixed_sizes:
         bench_fixed_base(cp, fixed_sizes, runs)
     if spmv_sizes:
@@ -305,7 +305,7 @@ def mul_throughput(cp) -> None:
     from cuzk_ray.kernels.loader import get_kernel
 
     n, iters = 132 * 2048 * 4, 256
-    for name, words in (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fp_mul_chain", 12)):
+    for name, words in (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12)):
         data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
         data[:, 4:] = 0
         fn = get_kernel("ff_test.cu", name)

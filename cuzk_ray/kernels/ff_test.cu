@@ -62,14 +62,17 @@ __device__ __forceinline__ void mul_chain(u32* data, int iters, u64 n) {
 }
 extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params>(data, iters, n); }
 // The same with mul_wide (x = mul_wide(x, y), z = mul_wide(z, y)).
-extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) {
+template <class P>
+__device__ __forceinline__ void mul_wide_chain(u32* data, int iters, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    fr_t x = load<fr_params>(data, i), y = load<fr_params>(data, i ^ 1), z = load<fr_params>(data, i ^ 2);
+    mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
     for (int r = 0; r < iters; r++) {
         x = mul_wide(x, y);
         z = mul_wide(z, y);
     }
     store(data, i, x + z);
 }
+extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_wide_chain<fr_params>(data, iters, n); }
+extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_wide_chain<fp_params>(data, iters, n); }
 extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params>(data, iters, n); }

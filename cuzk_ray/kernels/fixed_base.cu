@@ -7,6 +7,10 @@
 // scalar < 2^256 is exact), then converts to affine (one Fermat inversion in Fp, ~570 Fp mul,
 // + 3M + 1S) and to standard form. Scalar 0 gives all-zero words (infinity).
 // Per point: G1 ~900 Fp mul, G2 ~1600 Fp mul (Fp2: M = 3, S = 2 Fp mul).
+// Field products by mul_wide (64-bit-pair carry chains; ff/mont32.cuh); -DMONT_MUL_WIDE=0 for CIOS.
+#ifndef MONT_MUL_WIDE
+#define MONT_MUL_WIDE 1
+#endif
 #include "ec/bls12_381_groups.cuh"
 
 template <class F>

@@ -7,6 +7,10 @@
 #ifndef XYZZ_INLINE
 #define XYZZ_INLINE __noinline__
 #endif
+// Field products by mul_wide (64-bit-pair carry chains; ff/mont32.cuh); -DMONT_MUL_WIDE=0 for CIOS.
+#ifndef MONT_MUL_WIDE
+#define MONT_MUL_WIDE 1
+#endif
 #include "ec/msm_impl.cuh"
 
 DEFINE_MSM_KERNELS(fp2_t, g2_)

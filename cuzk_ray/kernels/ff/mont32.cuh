@@ -104,7 +104,7 @@ __device__ __forceinline__ mont_t<P> operator-(const mont_t<P>& a) {
 // Fp: 381 bits), so the last hi-mad of each chain cannot carry out.
 // Inputs must be < p; the output is then fully reduced (< p).
 template <class P>
-__device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<P>& b) {
+__device__ __forceinline__ mont_t<P> mul_cios(const mont_t<P>& a, const mont_t<P>& b) {
     constexpr int N = P::N;
     u32 t[N + 1];
 #pragma unroll
@@ -141,7 +141,7 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
 // The same product, a*b*R^-1 mod p, with the accumulator split into two arrays so that every
 // 32x32 product is added as a 64-bit pair: mad.lo.cc + madc.hi.cc of the same operands into two
 // adjacent words, which ptxas fuses into one IMAD.WIDE.U32(.X) (the sppark layout). operator*
-// above adds lo and hi halves in two chains shifted by a word; ptxas compiles each madc.hi.cc
+// (mul_cios) above adds lo and hi halves in two chains shifted by a word; ptxas compiles each madc.hi.cc
 // to IMAD.HI + IADD3.X, ~600 SASS instructions per Fr mul (counted in the cubin). This one:
 // 4 chains of N/2 wide mads per round + 4 ops (Fr: p_0 = 1 makes one mad of each round two
 // adds); measured on the H200: Fr 51.6 G mul/s vs 35.9 for operator*.
@@ -236,6 +236,18 @@ __device__ __forceinline__ mont_t<P> mul_wide(const mont_t<P>& a, const mont_t<P
     for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
     t[N - 1] = ptx::addc(ev[N - 1], 0);
     return mont_reduce_once<P>(t, 0);
+}
+
+// a * b: mul_wide when the module defines MONT_MUL_WIDE 1 before its includes (the MSM and
+// fixed-base modules: H200 Fp 17.4 -> see BENCHMARKS), else mul_cios (the NTT's _w kernels call
+// mul_wide directly; the other kernels and the field tests keep CIOS as the independent reference).
+#ifndef MONT_MUL_WIDE
+#define MONT_MUL_WIDE 0
+#endif
+template <class P>
+__device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<P>& b) {
+    if (MONT_MUL_WIDE) return mul_wide(a, b);
+    return mul_cios(a, b);
 }
 
 template <class P>
