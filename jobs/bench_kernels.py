@@ -378,6 +378,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
         for kind, window, tag, gv, table_c in cases:
             key = (tag, table_c)
             if key not in prepared:
+                bases = None
                 prepared.clear()
                 cp.get_default_memory_pool().free_all_blocks()
                 t: dict = {}
@@ -398,6 +399,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
             print(f"| {log_n} | {name} | {c} | {statistics.median(times):.2f} | {min(times):.2f} | {target if log_n == 24 else ''} "
                   f"| {phase_ms(msm, gv, bases, sc, window)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
+        bases = None
         prepared.clear()
         del pts
         cp.get_default_memory_pool().free_all_blocks()

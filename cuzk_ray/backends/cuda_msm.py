@@ -20,7 +20,7 @@ sums and the scalar-1 sum with Python ints (g1_ref / g2_ref): ~c W doublings, th
 Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
 windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
 BATCH_AFFINE points); an MSM over such bases puts every window's digits into one set of 2^(c-1)
-buckets, so there is one bucket reduction and no Horner tail, and c can be larger (c = 20: 13
+buckets, so there is one bucket reduction and no Horner tail, and c can be larger (c = 22: 12
 windows instead of 16 at c = 16). Costs W times the bases' VRAM.
 """
 
@@ -41,9 +41,10 @@ NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross-segment partials)
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
-CHUNK_THREADS = 32768  # about this many threads for the bucket reduction (msm_chunks)
+CHUNK_THREADS = 32768  # at least about this many threads for the bucket reduction (msm_chunks)
+CHUNK_MAX = 16  # at most this many buckets per msm_chunks thread
 BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
-TABLE_WINDOW = 20  # default c of a table of window multiples (13 windows for 255-bit scalars)
+TABLE_WINDOW = 22  # default c of a table of window multiples (12 windows for 255-bit scalars)
 TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
 
 
@@ -119,8 +120,8 @@ def prepare_bases(g: Group, points, table_window: int | None = None, timings: di
     cp = require_cupy()
     pts = _check_points(g, points)
     n = int(pts.shape[0])
-    if table_window is not None and not 2 <= table_window <= 20:
-        raise ValueError(f"prepare_bases: table window {table_window} outside 2..20")
+    if table_window is not None and not 2 <= table_window <= 24:
+        raise ValueError(f"prepare_bases: table window {table_window} outside 2..24")
     levels = windows_for(table_window) if table_window else 1
     if table_window and levels * n >= 2**31:
         raise ValueError(f"prepare_bases: {levels} x {n} table rows is more than the kernels index (2^31 - 1)")
@@ -193,6 +194,11 @@ def split_scalars(cp, s):
     ones = cp.flatnonzero(small & (lo == 1)).astype(cp.uint32)
     rest = cp.flatnonzero(~(small & (lo <= 1))).astype(cp.uint32)
     return ones, rest
+
+
+def _rest_scalars(cp, s, rest):
+    """The scalars of the index list rest, contiguous (s itself when rest is every index)."""
+    return s if rest.shape[0] == s.shape[0] else cp.ascontiguousarray(s[rest])
 
 
 def sum_points(cp, g: Group, pts, idx):
@@ -276,7 +282,8 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     _mark(timer, "sort")
     buckets = bucket_sums(cp, g, pts, entries, M, total, timer) if M else _xyzz_buffer(cp, g, total, zero=True)
     del entries
-    L = min(nb, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))  # a power of two, divides nb
+    # L: a power of two dividing nb, at most CHUNK_MAX (so 2^21 buckets still get 2^17 threads)
+    L = min(nb, CHUNK_MAX, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))
     nchunks = total // L
     chunks = _xyzz_buffer(cp, g, nchunks)
     _launch(g, "msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
@@ -326,12 +333,12 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
         use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
     if m and use_table:
         c = bases.table_window
-        sums = window_sums(cp, g, bases.table, cp.ascontiguousarray(s[rest]), rest, c, timer, table_n=n)
+        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n)
         acc = _xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
         _mark(timer, "host")
     elif m:
         c = window or default_window(m)
-        sums = window_sums(cp, g, pts, cp.ascontiguousarray(s[rest]), rest, c, timer)
+        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer)
         for w, p in enumerate(reversed(_xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):

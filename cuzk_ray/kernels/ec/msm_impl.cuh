@@ -40,10 +40,11 @@
 #define NO_KEY 0xffffffffu
 // Compile-time variants (jobs/bench_kernels.py --g1-defines compares them): blocks of 128 threads
 // per SM that the accumulation kernel must fit (its register cap), and the point prefetch.
-// H200, G1 2^24 uniform, acc_points: 1 block (240 registers) 319 ms, 3 (<= 168) 222 ms, 4 (<= 128,
-// spills) 244 ms: the kernel is latency-bound at 2 warps per scheduler. Prefetch: 319 vs 323 ms.
+// H200, G1 2^24 uniform, acc_points, CIOS multiplication: 1 block (240 registers) 319 ms, 3
+// (<= 168) 222 ms, 4 (<= 128, spills) 244 ms. With mul_wide (fewer live registers): 2 (<= 255)
+// 112 ms, 3 117 ms, 4 133 ms. Prefetch: 319 vs 323 ms.
 #ifndef MSM_SEG_MINB
-#define MSM_SEG_MINB 3
+#define MSM_SEG_MINB 2
 #endif
 #ifndef MSM_PREFETCH
 #define MSM_PREFETCH 1
