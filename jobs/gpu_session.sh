@@ -5,7 +5,8 @@
 #
 #   bash jobs/gpu_session.sh PHASE...
 #     tests                      every test marked gpu (pytest -m gpu)
-#     pytest:ARGS                pytest -q -m gpu ARGS (one quoted argument, space-separated)
+#     pytest:ARGS                pytest -q -m gpu ARGS (test files or node ids, space-separated;
+#                                a -k expression with spaces does not survive the split)
 #     kernels:ARGS               jobs/bench_kernels.py ARGS (one quoted argument, space-separated)
 #     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (one quoted argument, space-separated)
 #     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES (likewise)

@@ -264,7 +264,7 @@ def test_table_used_by_default_for_large_uniform(table, monkeypatch):
     limbs[:, 3] %= np.uint64(R_MOD >> 192)
     sc = [int(v) for v in limbs_to_ints(limbs)]
     bases = cuda_msm.prepare_bases(cuda_msm.G1, cp.asarray(np.ascontiguousarray(table[1][ks])),
-                                   table_window=cuda_msm.TABLE_WINDOW)
+                                   table_window=cuda_msm.table_window_for(n))
     calls = []
     inner = cuda_msm.window_sums
 

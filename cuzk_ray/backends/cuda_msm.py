@@ -44,7 +44,9 @@ SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the
 CHUNK_THREADS = 32768  # at least about this many threads for the bucket reduction (msm_chunks)
 CHUNK_MAX = 16  # at most this many buckets per msm_chunks thread
 BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
-TABLE_WINDOW = 22  # default c of a table of window multiples (12 windows for 255-bit scalars)
+TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (12 windows)
+TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
+TABLE_LARGE = 1 << 23
 TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
 
 
@@ -109,9 +111,17 @@ class Bases:
         return Bases(self.group, self.mont[start : start + count], count)
 
 
-def table_bytes(g: Group, n: int, c: int = TABLE_WINDOW) -> int:
-    """VRAM of a table of window multiples of n bases (all W levels, the bases included)."""
-    return windows_for(c) * n * 2 * int(np.prod(g.elem)) * 8
+def table_window_for(n: int) -> int:
+    """c of the table of window multiples for n bases. H200, G1 uniform, table c = 20 / 22 / no
+    table: 2^20 12.0 / 18.3 / 16.9 ms, 2^22 32.3 / 37.0 / 40.6, 2^24 112.0 / 110.9 / 136.9
+    (the 2^21 buckets of c = 22 cost ~8 ms to reduce, which pays only at the largest sizes)."""
+    return TABLE_WINDOW if n >= TABLE_LARGE else TABLE_WINDOW_SMALL
+
+
+def table_bytes(g: Group, n: int, c: int | None = None) -> int:
+    """VRAM of a table of window multiples of n bases (all W levels, the bases included); c
+    defaults to table_window_for(n)."""
+    return windows_for(c or table_window_for(n)) * n * 2 * int(np.prod(g.elem)) * 8
 
 
 def prepare_bases(g: Group, points, table_window: int | None = None, timings: dict | None = None) -> Bases:

@@ -23,6 +23,7 @@ and a pinned host pool for uploads.
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,8 @@ from ..field import FR_LIMBS, as_fr_limbs
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
 from .cpu import ResidentKey
+
+log = logging.getLogger(__name__)
 
 VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
 
@@ -50,7 +53,14 @@ class GpuKey:
     G2_QUERIES = ("b_g2_query",)
 
     def __init__(self, pk: ProvingKey, cp, precompute_h: bool = True):
-        from .cuda_msm import G1, G2, TABLE_MIN_SCALARS, TABLE_WINDOW, prepare_bases, table_bytes
+        from .cuda_msm import (
+            G1,
+            G2,
+            TABLE_MIN_SCALARS,
+            prepare_bases,
+            table_bytes,
+            table_window_for,
+        )
 
         self.pk = pk
         names = self.G1_QUERIES + self.G2_QUERIES
@@ -70,9 +80,16 @@ class GpuKey:
         self.device = {}
         for q in names:
             g = G2 if q in self.G2_QUERIES else G1
-            window = TABLE_WINDOW if (q == "h_query" and self.h_table) else None
+            window = table_window_for(n_h) if (q == "h_query" and self.h_table) else None
+            t0 = time.perf_counter()
             self.device[q] = prepare_bases(g, np.ascontiguousarray(getattr(pk, q)), table_window=window)
             cp.get_default_memory_pool().free_all_blocks()  # the standard-form upload
+            if window:
+                log.info("h_query: window multiples for c = %d, %.1f GiB of VRAM, built in %.1f s",
+                         window, table / 2**30, time.perf_counter() - t0)
+        if not self.h_table:
+            log.info("h_query: no table of window multiples (%d bases; %.1f GiB needed, %.1f GiB free after the "
+                     "queries, precompute_h=%s)", n_h, table / 2**30, (free - need) / 2**30, precompute_h)
         self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
