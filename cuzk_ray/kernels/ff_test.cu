@@ -48,31 +48,20 @@ extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op
 }
 
 // Throughput probes: each thread runs `iters` rounds of two independent multiplications
-// (x *= y, z *= y), 2*iters field muls per thread; the result is stored so nothing is elided.
-template <class P>
+// (x *= y, z *= y), 2*iters field muls per thread, by operator* (CIOS here) or mul_wide (WIDE);
+// the result is stored so nothing is elided.
+template <class P, bool WIDE>
 __device__ __forceinline__ void mul_chain(u32* data, int iters, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
     for (int r = 0; r < iters; r++) {
-        x = x * y;
-        z = z * y;
+        x = WIDE ? mul_wide(x, y) : x * y;
+        z = WIDE ? mul_wide(z, y) : z * y;
     }
     store(data, i, x + z);
 }
-extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params>(data, iters, n); }
-// The same with mul_wide (x = mul_wide(x, y), z = mul_wide(z, y)).
-template <class P>
-__device__ __forceinline__ void mul_wide_chain(u32* data, int iters, u64 n) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
-    for (int r = 0; r < iters; r++) {
-        x = mul_wide(x, y);
-        z = mul_wide(z, y);
-    }
-    store(data, i, x + z);
-}
-extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_wide_chain<fr_params>(data, iters, n); }
-extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_wide_chain<fp_params>(data, iters, n); }
-extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params>(data, iters, n); }
+extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, false>(data, iters, n); }
+extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, true>(data, iters, n); }
+extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, false>(data, iters, n); }
+extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, true>(data, iters, n); }
