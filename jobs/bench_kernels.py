@@ -60,7 +60,7 @@ NTT_PUBLISHED = {21: "0.76 (4090)"}
 NTT_TARGET_MS = {24: 6.0, 27: 60.0}
 # DESIGN.md section 6 (H200), MSM at 2^24: (floor ms, best published, target ms).
 G1_MSM_FIGURES = (107.0, "~110 (RTX 5000 Ada, ZPrize'23)", 110)
-G2_MSM_FIGURES = (3 * 107.0, "~2.8x G1 (ICICLE, 4090)", 330)
+G2_MSM_FIGURES = (3 * 107.0, "~2.8x G1 (ICICLE, 4090)", 330)  # floor: DESIGN's "~3x G1" of the G1 floor
 
 
 def parse_sizes(arg: str) -> list[int]:
@@ -349,10 +349,10 @@ def msm_expected_scalar(cp, sc, period: int) -> int:
     return total % R_MOD
 
 
-def phase_ms(fn, *args) -> str:
+def phase_ms(fn, *args, **kw) -> str:
     """One more call of an MSM with per-phase CUDA events: "name ms, ..." (cuda_msm.PhaseTimer)."""
     t: dict = {}
-    fn(*args, timings=t)
+    fn(*args, timings=t, **kw)
     return ", ".join(f"{k} {v:.1f}" for k, v in t.items())
 
 
@@ -366,7 +366,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
     import dataclasses
     import time
 
-    from cuzk_ray.backends.cuda_msm import default_window, msm, prepare_bases
+    from cuzk_ray.backends.cuda_msm import default_window, msm, prepare_bases, split_scalars
 
     groups = [("", g)] + [(" [" + ",".join(d) + "]", dataclasses.replace(g, defines=tuple(d))) for d in variants]
     floor, published, target = figures
@@ -392,19 +392,22 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
                       + ", ".join(f"{k} {v:.1f} ms" for k, v in t.items()), flush=True)
             bases = prepared[key]
             sc = msm_scalars(cp, n, kind, log_n + scalar_seed)
-            res = msm(gv, bases, sc, window)  # warm-up
+            use = True if table_c else None  # a table row goes through the table whatever the scalar count
+            res = msm(gv, bases, sc, window, use_table=use)  # warm-up
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                res = msm(gv, bases, sc, window)
+                res = msm(gv, bases, sc, window, use_table=use)
                 times.append((time.perf_counter() - t0) * 1e3)
             ok = want_fn(sc, res)
-            c = table_c or window or default_window(n)
+            _, rest = split_scalars(cp, sc)
+            m = int(rest.shape[0])
+            c = table_c or window or (default_window(m) if m else "-")  # the window msm uses
             name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "")
             at24 = log_n == 24
             print(f"| {log_n} | {name} | {c} | {statistics.median(times):.2f} | {min(times):.2f} "
                   f"| ~{floor * n / 2**24:.{1 if n >= 2**20 else 2}f} | {published if at24 else ''} | {target if at24 else ''} "
-                  f"| {phase_ms(msm, gv, bases, sc, window)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+                  f"| {phase_ms(msm, gv, bases, sc, window, use_table=use)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         bases = None
         prepared.clear()

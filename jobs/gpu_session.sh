@@ -28,6 +28,7 @@ fi
 export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
 export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
 export HYDRA_FULL_ERROR=1
+set -f  # phase arguments are split on spaces below, never globbed (pytest ids hold [ ])
 T="timeout ${PHASE_TIMEOUT:-900}"  # seconds per phase: a hung phase must not eat the call
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u; } > "$R/machine.txt" 2>&1
 ls "$CUZK_CUBIN_DIR" >> "$R/machine.txt" 2>&1

@@ -203,7 +203,7 @@ def test_dev_setup_on_the_gpu_equals_cpu():
     assert np.array_equal(k_gpu.vk.delta_g2, k_cpu.vk.delta_g2)
 
 
-@pytest.mark.parametrize("c", [4, 16])
+@pytest.mark.parametrize("c", [4, 16, 20])
 def test_g2_msm_with_table(table, c):
     """G2 bases with a table of window multiples: MSMs through it equal arkworks; tampered differs."""
     rng = random.Random(SEED + 900 + c)

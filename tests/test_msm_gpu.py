@@ -208,9 +208,12 @@ def test_bases_in_montgomery_form_reused(table):
         cuda_msm.msm_g2(bases, fr_to_limbs([1] * n))
     with pytest.raises(ValueError, match="use_table without a table"):
         cuda_msm.msm_g1(bases, fr_to_limbs([2] * n), use_table=True)
+    tabled = cuda_msm.prepare_bases(cuda_msm.G1, pts, table_window=8)
+    with pytest.raises(ValueError, match="use_table takes the table's window"):
+        cuda_msm.msm_g1(tabled, fr_to_limbs([2] * n), window=8, use_table=True)
 
 
-@pytest.mark.parametrize("c", [2, 5, 13, 22])
+@pytest.mark.parametrize("c", [2, 5, 13, 20, 22])
 def test_table_rows_are_window_multiples(table, c):
     """Row w n + i of the table = 2^(c w) P_i (infinity rows stay all zero), Montgomery form."""
     from cuzk_ray.field import FP_R_INV
@@ -231,7 +234,7 @@ def test_table_rows_are_window_multiples(table, c):
             assert got == want, f"c={c} w={w} i={i} seed {SEED}"
 
 
-@pytest.mark.parametrize("c", [3, 11, 16, 22])
+@pytest.mark.parametrize("c", [3, 11, 16, 20, 22])
 def test_msm_with_table(table, c):
     """MSMs through the table (one shared bucket set) equal the oracle, for uniform, mixed,
     all-equal and -1 scalars, with infinity and repeated bases; a tampered scalar does not."""
@@ -277,3 +280,43 @@ def test_table_used_by_default_for_large_uniform(table, monkeypatch):
     assert got == expected(table[0], ks, sc), f"seed {SEED}"
     assert point(cuda_msm.msm_g1(bases, cp.asarray(limbs), use_table=False)) == got
     assert calls == [n, 0]
+
+
+def _limb_row(v: int) -> list:
+    return [(v >> (64 * k)) & (2**64 - 1) for k in range(4)]
+
+
+def test_scalar_range_check_on_device(monkeypatch):
+    """cupy scalars go through the one-pass device check (cuda._below_r): values < r pass
+    untouched; r, r + 1, 2^256 - 1 and values equal to r in the top limbs but larger below are
+    refused with the row's index, in [n, 4] and [batch, n, 4] shapes."""
+    from cuzk_ray.backends import cuda
+
+    calls = []
+    inner = cuda._below_r
+
+    def spy(cp_):
+        calls.append(1)
+        return inner(cp_)
+
+    monkeypatch.setattr(cuda, "_below_r", spy)
+    r = R_MOD
+    rl = _limb_row(r)
+    good = [0, 1, r - 1, r - 2, (r >> 64) << 64, rl[3] << 192]
+    rows = np.array([_limb_row(v) for v in good * 200], dtype=np.uint64)
+    x = cp.asarray(rows)
+    assert cuda._check_fr(x, "t") is x and calls
+    bad = [r, r + 1, 2**256 - 1, (rl[3] << 192) | (rl[2] << 128) | ((rl[1] + 1) << 64),
+           (rl[3] << 192) | ((rl[2] + 1) << 128)]
+    for v in bad:
+        assert v >= r
+        for j in (0, 537, len(rows) - 1):
+            y = rows.copy()
+            y[j] = _limb_row(v)
+            with pytest.raises(ValueError, match=f"element {j} is not a reduced Fr value"):
+                cuda._check_fr(cp.asarray(y), "t")
+        z = np.stack([rows, rows])
+        z[1, 3] = _limb_row(v)
+        with pytest.raises(ValueError, match=f"element {len(rows) + 3} is not"):
+            cuda._check_fr(cp.asarray(z), "t", ndims=(2, 3))
+    assert cuda._check_fr(cp.asarray(np.stack([rows, rows])), "t", ndims=(2, 3)).shape == (2, len(rows), 4)

@@ -91,7 +91,7 @@ def _check_fr(x, what: str, ndims=(2,)):
         raise ValueError(f"{what}: array must be C-contiguous (use numpy.ascontiguousarray)")
     xp = cp if isinstance(x, cp.ndarray) else np
     flat = x.reshape(-1, FR_LIMBS)
-    if xp is cp and flat.shape[0] and bool(_below_r(cp)(flat, cp.empty(flat.shape[0], dtype=bool)).all()):
+    if xp is cp and flat.shape[0] and bool(_below_r(cp)(flat.reshape(-1), cp.empty(flat.shape[0], dtype=bool)).all()):
         return x  # every row < r (x is a C-contiguous cupy array); else the generic check finds the bad row
     less = xp.zeros(flat.shape[0], dtype=bool)
     equal = xp.ones(flat.shape[0], dtype=bool)

@@ -339,6 +339,8 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
     m = int(rest.shape[0])
     if use_table and bases.table is None:
         raise ValueError(f"msm_{g.name}: use_table without a table of window multiples (prepare_bases(table_window=))")
+    if use_table and window is not None:
+        raise ValueError(f"msm_{g.name}: use_table takes the table's window ({bases.table_window}); give no window")
     if use_table is None:
         use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
     if m and use_table:

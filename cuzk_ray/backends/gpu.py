@@ -82,7 +82,16 @@ class GpuKey:
             g = G2 if q in self.G2_QUERIES else G1
             window = table_window_for(n_h) if (q == "h_query" and self.h_table) else None
             t0 = time.perf_counter()
-            self.device[q] = prepare_bases(g, np.ascontiguousarray(getattr(pk, q)), table_window=window)
+            pts = np.ascontiguousarray(getattr(pk, q))
+            try:
+                self.device[q] = prepare_bases(g, pts, table_window=window)
+            except cp.cuda.memory.OutOfMemoryError:
+                if not window:
+                    raise
+                log.warning("h_query: no VRAM for the window multiples after all; plain bases")
+                cp.get_default_memory_pool().free_all_blocks()
+                self.h_table, window = False, None
+                self.device[q] = prepare_bases(g, pts)
             cp.get_default_memory_pool().free_all_blocks()  # the standard-form upload
             if window:
                 log.info("h_query: window multiples for c = %d, %.1f GiB of VRAM, built in %.1f s",
@@ -147,7 +156,9 @@ class CudaBackend:
             raise MemoryError(
                 f"GPU memory: the constraint matrices of {cs.name} need up to {resident / 2**30:.2f} GiB resident "
                 f"+ {max(upload, work) / 2**30:.2f} GiB while uploading / proving, {free / 2**30:.2f} GiB free "
-                f"(margin {VRAM_MARGIN / 2**30:.0f} GiB); use a GPU with more memory or backend=cpu")
+                f"(margin {VRAM_MARGIN / 2**30:.0f} GiB); use a GPU with more memory or backend=cpu"
+                + (" (the H query's table of window multiples holds part of it: CudaBackend.precompute_h = False)"
+                   if any(k.h_table for k in self._keys.values()) else ""))
         with self._gpu_lock:
             dcs = self._systems[id(cs)] = DeviceConstraintSystem(cs)
             self.cp.cuda.get_current_stream().synchronize()

@@ -41,8 +41,9 @@
 // Compile-time variants (jobs/bench_kernels.py --g1-defines compares them): blocks of 128 threads
 // per SM that the accumulation kernel must fit (its register cap), and the point prefetch.
 // H200, G1 2^24 uniform, acc_points, CIOS multiplication: 1 block (240 registers) 319 ms, 3
-// (<= 168) 222 ms, 4 (<= 128, spills) 244 ms. With mul_wide (fewer live registers): 2 (<= 255)
-// 112 ms, 3 117 ms, 4 133 ms. Prefetch: 319 vs 323 ms.
+// (<= 168) 222 ms, 4 (<= 128, spills) 244 ms. With mul_wide (fewer live registers): 2 (<= 255,
+// no spills in G1) 112 ms, 3 117 ms, 4 133 ms. Prefetch: 319 vs 323 ms. Measured for G1 only: the
+// G2 kernel spills ~500 bytes at 2 blocks with the prefetch (ptxas -v); G2 variants not timed.
 #ifndef MSM_SEG_MINB
 #define MSM_SEG_MINB 2
 #endif

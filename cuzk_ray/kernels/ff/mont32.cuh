@@ -142,7 +142,7 @@ __device__ __forceinline__ mont_t<P> mul_cios(const mont_t<P>& a, const mont_t<P
 // 32x32 product is added as a 64-bit pair: mad.lo.cc + madc.hi.cc of the same operands into two
 // adjacent words, which ptxas fuses into one IMAD.WIDE.U32(.X) (the sppark layout). operator*
 // (mul_cios) above adds lo and hi halves in two chains shifted by a word; ptxas compiles each madc.hi.cc
-// to IMAD.HI + IADD3.X, ~600 SASS instructions per Fr mul (counted in the cubin). This one:
+// to IMAD.HI + IADD3.X, ~640 SASS instructions per Fr mul (counted in the cubin). This one:
 // 4 chains of N/2 wide mads per round + 4 ops (Fr: p_0 = 1 makes one mad of each round two
 // adds); measured on the H200: Fr 51.6 G mul/s vs 35.9 for operator*.
 //   T = E + 2^32 O: E holds words at absolute positions 0..N-1 (pairs (0,1), (2,3), ...: a[j]
