@@ -64,6 +64,9 @@ G2_MSM_FIGURES = (3 * 107.0, "~2.8x G1 (ICICLE, 4090)", 330)  # floor: DESIGN's 
 
 
 def parse_sizes(arg: str) -> list[int]:
+    """"16-26" (a range), "20,24,27" (a list) or "-" (none) -> log2 sizes."""
+    if arg == "-":
+        return []
     if "-" in arg:
         lo, hi = arg.split("-")
         return list(range(int(lo), int(hi) + 1))
@@ -90,6 +93,11 @@ def time_ms(cp, fn, runs: int) -> float:
     return statistics.median(times)
 
 
+def parse_variants(arg: str) -> list[list[str]]:
+    """"A=1,B=2;C=3" -> [["A=1", "B=2"], ["C=3"]]: compile-time variants, their defines."""
+    return [v.split(",") for v in arg.split(";")]
+
+
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
@@ -104,15 +112,13 @@ def main(argv: list[str]) -> None:
         elif a == "--h-max":
             h_max = int(args.pop(0))
         elif a == "--msm":
-            v = args.pop(0)
-            msm_sizes = [] if v == "-" else parse_sizes(v)
+            msm_sizes = parse_sizes(args.pop(0))
         elif a == "--msm-g2":
-            v = args.pop(0)
-            g2_sizes = [] if v == "-" else parse_sizes(v)
+            g2_sizes = parse_sizes(args.pop(0))
         elif a == "--g1-windows":
             g1_windows = parse_sizes(args.pop(0))
         elif a == "--g1-defines":
-            g1_variants = [v.split(",") for v in args.pop(0).split(";")]
+            g1_variants = parse_variants(args.pop(0))
         elif a == "--seg-max":
             from cuzk_ray.backends import cuda_msm
 
@@ -124,22 +130,19 @@ def main(argv: list[str]) -> None:
         elif a == "--g2-windows":
             g2_windows = parse_sizes(args.pop(0))
         elif a == "--g2-defines":
-            g2_variants = [v.split(",") for v in args.pop(0).split(";")]
+            g2_variants = parse_variants(args.pop(0))
         elif a == "--fixed":
-            v = args.pop(0)
-            fixed_sizes = [] if v == "-" else parse_sizes(v)
+            fixed_sizes = parse_sizes(args.pop(0))
         elif a == "--spmv":
-            v = args.pop(0)
-            spmv_sizes = [] if v == "-" else parse_sizes(v)
+            spmv_sizes = parse_sizes(args.pop(0))
         elif a == "--setup":
-            v = args.pop(0)
-            setup_sizes = [] if v == "-" else parse_sizes(v)
+            setup_sizes = parse_sizes(args.pop(0))
         elif a == "--pass":
             pass_kernels = args.pop(0).split(",")
         elif a == "--pass-bits":
             pass_bits = [int(b) for b in args.pop(0).split(",")]
         else:
-            sizes = [] if a == "-" else parse_sizes(a)
+            sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
           f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
