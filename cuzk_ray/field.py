@@ -10,6 +10,9 @@ Conventions (DESIGN.md section 4):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 # Scalar field modulus r and base field modulus q.
@@ -109,6 +112,67 @@ def as_fr_limbs(values) -> np.ndarray:
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
         return np.ascontiguousarray(values.reshape(-1, FR_LIMBS))
     return fr_to_limbs(fr_vector(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# Checked field vectors
+
+
+@dataclass(frozen=True, eq=False)
+class FrVector:
+    """Standard-form Fr limbs ``uint64[n, 4]`` (numpy, or cupy on the device), C-contiguous, every
+    value < r. Made only where field vectors enter: the readers, synthesis (values reduced by
+    construction), ``checked_fr`` here and the device layer's ``check_fr``. Backends and kernels
+    take it as it is; a raw array given to them is checked first. Row slices stay FrVectors."""
+
+    limbs: Any
+
+    def __len__(self) -> int:
+        return int(self.limbs.shape[0])
+
+    def __getitem__(self, rows: slice) -> FrVector:
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("FrVector: only contiguous row slices (v[a:b]) keep the checked type")
+        return FrVector(self.limbs[rows])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.limbs.nbytes)
+
+    @property
+    def on_device(self) -> bool:
+        return hasattr(self.limbs, "__cuda_array_interface__")
+
+
+def first_not_below_r(limbs: np.ndarray) -> int:
+    """Index of the first row of standard-form limbs ``uint64[n, 4]`` that is >= r, or -1."""
+    less = np.zeros(limbs.shape[0], dtype=bool)
+    equal = np.ones(limbs.shape[0], dtype=bool)
+    for limb in range(FR_LIMBS - 1, -1, -1):
+        m = np.uint64((R_MOD >> (64 * limb)) & (2**64 - 1))
+        col = limbs[:, limb]
+        less |= equal & (col < m)
+        equal &= col == m
+    return -1 if less.all() else int(np.argmin(less))
+
+
+def checked_fr(values, what: str) -> FrVector:
+    """An FrVector from a numpy ``uint64[n, 4]`` (range-checked: ValueError naming ``what`` and the
+    first element >= r) or from ints / an int vector (reduced mod r). An FrVector passes through."""
+    if isinstance(values, FrVector):
+        return values
+    if isinstance(values, np.ndarray) and values.dtype == np.uint64:
+        if values.ndim != 2 or values.shape[1] != FR_LIMBS:
+            raise ValueError(f"{what}: expected uint64[n, {FR_LIMBS}] standard-form Fr limbs, got shape "
+                             f"{tuple(values.shape)}")
+        limbs = np.ascontiguousarray(values)
+        bad = first_not_below_r(limbs)
+        if bad >= 0:
+            raise ValueError(f"{what}: element {bad} is not a reduced Fr value (must be < r, standard form)")
+        return FrVector(limbs)
+    if hasattr(values, "__cuda_array_interface__"):
+        raise TypeError(f"{what}: a device array is checked by the device layer (cuzk_ray.cuda.device.check_fr)")
+    return FrVector(fr_to_limbs(fr_vector(values)))
 
 
 # ---------------------------------------------------------------------------------------------

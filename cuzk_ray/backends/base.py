@@ -1,0 +1,66 @@
+"""The backend contract: what the prover and the engine's worker may call on a compute backend.
+
+Two implementations: ``cpu.CpuBackend`` (numpy, numba, py-arkworks) and ``cuda.CudaBackend``
+(the device layer, cuzk_ray.cuda). Where the CPU has nothing to do (staging, device time, VRAM),
+its method is a no-op with the same signature; callers never probe with getattr.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..field import FrVector
+from ..groth16.keys import ProvingKey
+from ..r1cs import ConstraintSystem
+from ..timing import StageTimes
+
+
+@dataclass
+class DeviceTime:
+    """Kernel seconds of one partition on a device, and when it held the device (epoch seconds)."""
+
+    seconds: float = 0.0
+    spans: list[tuple[float, float]] = field(default_factory=list)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str  # "cpu" | "cuda"
+    split_g2: bool  # the prover cuts the G2 MSM in two halves (two CPU threads share it)
+
+    def warm_up(self, pk: ProvingKey) -> None:
+        """Compile or load what the first partition would otherwise wait for."""
+
+    def load_key(self, pk: ProvingKey) -> Any:
+        """The key's bases resident in the backend's form (kept for every later proof)."""
+
+    def load_cs(self, cs: ConstraintSystem) -> Any:
+        """The constraint matrices resident (VRAM on the cuda backend)."""
+
+    def stage(self, witness: FrVector) -> FrVector:
+        """The witness where the kernels read it (cuda: uploaded; cpu: as it is)."""
+
+    def account(self) -> AbstractContextManager[DeviceTime | None]:
+        """A context whose kernels are counted in the DeviceTime it yields (None without a device)."""
+
+    @property
+    def vram_peak(self) -> int | None:
+        """Highest device bytes in use seen after a kernel (None without a device)."""
+
+    def compute_h(self, a: FrVector, b: FrVector, c: FrVector) -> FrVector:
+        """h in the snarkjs convention from a, b, c on the domain."""
+
+    def compute_h_from_witness(self, cs: ConstraintSystem, witness: FrVector,
+                               times: StageTimes | None = None) -> FrVector:
+        """h from the witness (a, b, c evaluated first, on the device for cuda)."""
+
+    def msm_g1(self, key: Any, query: str, scalars: FrVector) -> Any:
+        """sum scalars[i] * key.query[i] in G1, as an arkworks point."""
+
+    def msm_g2(self, key: Any, query: str, scalars: FrVector, start: int | None = None) -> Any:
+        """sum scalars[i] * key.query[start + i] in G2, as an arkworks point."""
+
+    def submit(self, fn, *args):
+        """Run fn(*args) on the backend's worker threads; returns a Future."""
