@@ -24,27 +24,24 @@ class PartitionProver:
         self.pk, self.cs = pk, cs
         self.backend.load_key(pk)  # bases resident before the first partition arrives
         self.backend.load_cs(cs)  # and the constraint matrices (VRAM on the cuda backend)
-        if hasattr(self.backend, "warm_up"):
-            self.backend.warm_up(pk)  # compile/load kernels before the first partition, not during it
+        self.backend.warm_up(pk)  # compile/load kernels before the first partition, not during it
 
     def prove(self, part: Partition, r: int | None = None, s: int | None = None) -> dict:
         if r is None or s is None:
             r, s = random_blinding()
         times = StageTimes()
-        account = getattr(self.backend, "gpu_account", None)
-        with account() if account else nullcontext() as gpu:
-            witness = part.witness
-            if hasattr(self.backend, "stage"):  # upload once; every device stage reads it there
-                with times.stage("upload"):
-                    witness = self.backend.stage(witness)
+        with self.backend.account() as gpu:
+            # once; every device stage reads it there (no device: the witness as it is, untimed)
+            with times.stage("upload") if gpu is not None else nullcontext():
+                witness = self.backend.stage(part.witness)
             proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
         if gpu is not None:
-            times["gpu"] = gpu[0]  # this partition's kernel time (device synchronized)
-            times.spans.extend(("gpu", a, b) for a, b in gpu[1])  # when it held the device
+            times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
+            times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
         public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public]))
         out = {"proof_id": part.proof_id, "partition": part.partition, "proof": proof,
                "public": [int(x) for x in public], "times": dict(times), "spans": list(times.spans)}
-        peak = getattr(self.backend, "vram_peak", None)
+        peak = self.backend.vram_peak
         if peak is not None:
             out["vram_peak"] = peak
         return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 from .. import qap
 from ..curve import g1_points, g2_points
@@ -69,6 +70,18 @@ class CpuBackend:
             return
         warm_up()
         self.fast_h_min_size = 0
+
+    def stage(self, witness):
+        """The witness as it is: the CPU reads it where it lies."""
+        return witness
+
+    def account(self):
+        """No device: yields None."""
+        return nullcontext(None)
+
+    @property
+    def vram_peak(self) -> None:
+        return None
 
     def load_key(self, pk: ProvingKey) -> ResidentKey:
         key = self._keys.get(id(pk))

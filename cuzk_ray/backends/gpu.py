@@ -35,6 +35,7 @@ from ..curve import g1_points, g2_points
 from ..field import FR_LIMBS, as_fr_limbs
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
+from .base import DeviceTime
 from .cpu import ResidentKey
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
 
 # The partition whose GPU seconds a kernel counts towards (a one-element list set by
-# CudaBackend.gpu_account; submit() carries it into the backend's threads).
+# CudaBackend.account; submit() carries it into the backend's threads).
 _account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", default=None)
 
 
@@ -119,7 +120,11 @@ class CudaBackend:
         self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
         self._copy_streams: dict[int, object] = {}  # upload stream per staging thread
         self.gpu_seconds = 0.0
-        self.vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
+        self._vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
+
+    @property
+    def vram_peak(self) -> int:
+        return self._vram_peak
 
     def load_key(self, pk: ProvingKey) -> GpuKey:
         key = self._keys.get(id(pk))
@@ -128,11 +133,11 @@ class CudaBackend:
         return key
 
     @contextmanager
-    def gpu_account(self):
-        """Yields ``[seconds, spans]``: the GPU seconds of the kernels run in this context (and in
-        backend threads it submits to) and their (start, end) epoch times: per-partition kernel
-        time even when two partitions share the device, and when it happened (bench windows)."""
-        box = [0.0, []]
+    def account(self):
+        """Yields a DeviceTime: the GPU seconds of the kernels run in this context (and in backend
+        threads it submits to) and their (start, end) epoch times: per-partition kernel time even
+        when two partitions share the device, and when it happened (bench windows)."""
+        box = DeviceTime()
         token = _account.set(box)
         try:
             yield box
@@ -198,10 +203,13 @@ class CudaBackend:
                 self.gpu_seconds += dt
                 box = _account.get()
                 if box is not None:
-                    box[0] += dt
-                    box[1].append((w0, w0 + dt))
+                    box.seconds += dt
+                    box.spans.append((w0, w0 + dt))
                 free, total = self.cp.cuda.runtime.memGetInfo()
-                self.vram_peak = max(self.vram_peak, total - free)
+                self._vram_peak = max(self._vram_peak, total - free)
+
+    def warm_up(self, pk: ProvingKey | None = None) -> None:
+        """Nothing yet: kernels are compiled (or loaded from cubins) on first use."""
 
     def stage(self, witness):
         """The witness on the device, ahead of the kernels that use it: copied into a pinned host

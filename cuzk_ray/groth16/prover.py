@@ -81,7 +81,7 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     # The G2 MSM is the longest (~3x a G1 MSM): start it first. On a backend with split_g2 (the
     # CPU) in two halves, so that two threads share it instead of one finishing it alone after the
     # G1 MSMs; a GPU backend runs it whole.
-    split = getattr(backend, "split_g2", True) and len(w) >= G2_SPLIT_MIN
+    split = backend.split_g2 and len(w) >= G2_SPLIT_MIN
     half = len(w) // 2 if split else len(w)
     jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[:half], 0)}
     if half < len(w):
