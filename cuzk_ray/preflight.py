@@ -1,0 +1,199 @@
+"""Preflight: what a run needs (disk, host memory, object store, VRAM) against what the machine
+has, checked before any work starts and before anything is written. A need that does not fit is
+one line naming the resource, the need with its parts, and the have:
+
+    host memory: need 61.0 GiB (key copy 44.1 GiB + 12 partitions x 0.40 GiB + ...), have 23.0 GiB
+
+Ray-free and pure: ``Needs`` are computed from a ``KeyShape`` (sizes only, nothing built) and the
+run's settings; ``Have`` is read from the machine (or given, in tests); ``check`` compares them.
+Every estimate here is an upper bound of the arrays the code allocates, named after them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+GIB = 1 << 30
+G1_AFFINE = 96  # bytes: two Fp coordinates of 6 u64 limbs
+G2_AFFINE = 192
+FR = 32
+CSR_BYTES_PER_NNZ = 8 + 32  # int64 column + uint64[4] coefficient (the bundle's CsrMatrix)
+CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (cuda.spmv layout)
+DRIVER_BYTES = 2 * GIB  # the driver process: Python, Ray's core worker, numpy temporaries
+VRAM_MARGIN = 1 * GIB  # kept free for kernels' scratch (the cuda backend's margin)
+
+
+@dataclass(frozen=True)
+class KeyShape:
+    """The sizes that decide a key's bytes: wires, public inputs, the QAP domain, the non-zeros
+    of A, B, C, and how many wires have a point in a_query / b_g1_query / b_g2_query (all of them
+    in a dense key; only the wires that appear in A or B in a key stored by density)."""
+
+    n_wires: int
+    n_public: int
+    domain: int
+    nnz_a: int
+    nnz_b: int
+    nnz_c: int
+    a_points: int | None = None  # None: dense (n_wires)
+    b_points: int | None = None
+
+    @property
+    def query_bytes(self) -> dict[str, int]:
+        a = self.n_wires if self.a_points is None else self.a_points
+        b = self.n_wires if self.b_points is None else self.b_points
+        return {"a_query": a * G1_AFFINE, "b_g1_query": b * G1_AFFINE, "b_g2_query": b * G2_AFFINE,
+                "l_query": (self.n_wires - self.n_public - 1) * G1_AFFINE, "h_query": self.domain * G1_AFFINE}
+
+    @property
+    def key_bytes(self) -> int:
+        return sum(self.query_bytes.values())
+
+    @property
+    def nnz(self) -> int:
+        return self.nnz_a + self.nnz_b + self.nnz_c
+
+    @property
+    def matrix_bytes(self) -> int:
+        """The constraint matrices as the key bundle stores them (CSR with full coefficients)."""
+        return self.nnz * CSR_BYTES_PER_NNZ + 3 * (self.domain + 1) * 8
+
+    @property
+    def witness_bytes(self) -> int:
+        return self.n_wires * FR
+
+
+@dataclass(frozen=True)
+class Need:
+    """One resource: its name, the parts of the need (label, bytes), and what is there."""
+
+    resource: str
+    parts: tuple[tuple[str, int], ...]
+    have: int | None  # None: unknown (not checked)
+
+    @property
+    def need(self) -> int:
+        return sum(b for _, b in self.parts)
+
+    @property
+    def fits(self) -> bool:
+        return self.have is None or self.need <= self.have
+
+    def line(self) -> str:
+        parts = " + ".join(f"{label} {gib(b)}" for label, b in self.parts if b)
+        have = "unknown" if self.have is None else gib(self.have)
+        return f"{self.resource}: need {gib(self.need)} ({parts}), have {have}"
+
+
+@dataclass(frozen=True)
+class Have:
+    """What the machine offers: free disk where the key goes, host memory available, the object
+    store's capacity (None without Ray), free VRAM per GPU (None without one)."""
+
+    disk_free: int
+    host_available: int
+    object_store: int | None = None
+    vram_free: int | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The settings that size a run."""
+
+    pw: int
+    partition_host_bytes: int
+    backend: str  # "cpu" | "cuda"
+    engine: str  # "ray" | "local"
+    key_on_disk: bool  # the key (and matrices) must still be written to the cache
+    gpu_concurrency: int = 2
+    msm_scratch_bytes: int = 0  # per GPU actor, beside the working sets
+    extra: dict = field(default_factory=dict)
+
+
+class PreflightError(ValueError):
+    """A resource the run needs is not there; the message is the one-line need/have."""
+
+
+def gib(nbytes: int) -> str:
+    return f"{nbytes / GIB:.1f} GiB" if nbytes >= GIB / 10 else f"{nbytes / (1 << 20):.1f} MiB"
+
+
+def working_set_bytes(shape: KeyShape) -> int:
+    """VRAM one partition needs on the device: the witness, a | b | c, and h."""
+    return shape.witness_bytes + 4 * shape.domain * FR
+
+
+def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
+    """Every resource the run needs, each with its have."""
+    out = []
+    if plan.key_on_disk:
+        out.append(Need("disk (key cache)", (("key", shape.key_bytes), ("constraint matrices", shape.matrix_bytes)),
+                        have.disk_free))
+    key_copy = shape.key_bytes + shape.matrix_bytes  # one host copy per node (object store or mmap)
+    parts = [("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
+                                      plan.pw * plan.partition_host_bytes)]
+    if plan.backend == "cuda":
+        parts.append((f"pinned buffers {plan.gpu_concurrency} x {gib(shape.witness_bytes)}",
+                      plan.gpu_concurrency * shape.witness_bytes))
+    parts.append(("driver", DRIVER_BYTES))
+    out.append(Need("host memory", tuple(parts), have.host_available))
+    if plan.engine == "ray":
+        out.append(Need("object store", (("key", key_copy), (f"{plan.pw} partitions",
+                                                             plan.pw * plan.partition_host_bytes)),
+                        have.object_store))
+    if plan.backend == "cuda":
+        device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
+        out.append(Need("VRAM", (("key", shape.key_bytes), ("matrices", device_mats),
+                                 (f"{plan.gpu_concurrency} working sets", plan.gpu_concurrency * working_set_bytes(shape)),
+                                 ("MSM scratch", plan.msm_scratch_bytes), ("margin", VRAM_MARGIN)), have.vram_free))
+    return out
+
+
+def largest_pw(shape: KeyShape, plan: RunPlan, have: Have) -> int:
+    """The largest pw (>= 1) whose host memory and object store fit, or 0 when none does."""
+    from dataclasses import replace
+
+    best = 0
+    for pw in range(1, max(1, plan.pw)):
+        fits = all(n.fits for n in needs(shape, replace(plan, pw=pw), have)
+                   if n.resource in ("host memory", "object store"))
+        if fits:
+            best = pw
+    return best
+
+
+def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
+    """The run's needs; raises PreflightError with the first that does not fit (and, when a
+    smaller pw would fit, says which)."""
+    got = needs(shape, plan, have)
+    for n in got:
+        if not n.fits:
+            hint = ""
+            if n.resource in ("host memory", "object store") and plan.pw > 1:
+                pw = largest_pw(shape, plan, have)
+                if pw:
+                    hint = f"; pw={pw} would fit"
+            raise PreflightError(n.line() + hint)
+    return got
+
+
+def machine_have(key_dir: str, object_store: int | None = None, vram_free: int | None = None) -> Have:
+    """Free disk at key_dir (or its nearest existing parent) and available host memory."""
+    path = os.path.abspath(os.path.expanduser(key_dir))
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return Have(shutil.disk_usage(path).free, host_available_bytes(), object_store, vram_free)
+
+
+def host_available_bytes() -> int:
+    """MemAvailable from /proc/meminfo (what can be allocated without swapping), else total RAM."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
