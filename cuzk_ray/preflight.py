@@ -145,8 +145,9 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
                         have.object_store))
     if plan.backend == "cuda":
         device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
+        work = plan.gpu_concurrency * working_set_bytes(shape)
         out.append(Need("VRAM", (("key", shape.key_bytes), ("matrices", device_mats),
-                                 (f"{plan.gpu_concurrency} working sets", plan.gpu_concurrency * working_set_bytes(shape)),
+                                 (f"{plan.gpu_concurrency} working sets", work),
                                  ("MSM scratch", plan.msm_scratch_bytes), ("margin", VRAM_MARGIN)), have.vram_free))
     return out
 
