@@ -296,6 +296,16 @@ class FilecoinLayout:
         fields = words + self.n_words
         return {"bits": bits, "gates": gates, "words": words, "fields": fields, "z": fields + self.n_fields}
 
+    def nnz(self) -> tuple[int, int, int]:
+        """Non-zeros of A, B, C (what build_filecoin makes, without building it)."""
+        ones = self.n_bits + self.n_recheck + self.n_words + self.n_fields + self.n_fmul + self.public
+        a = ones + self.n_gates + (WORD_BITS - 1) * self.n_words + (FIELD_BITS - 1) * self.n_fields + 2 * self.n_fmul
+        return a, self.n_rows, ones + 3 * self.n_xor + self.n_and
+
+    def b_wires(self) -> int:
+        """Private wires B touches: input bits, rechecked bits, fields used as y."""
+        return self.n_bits + self.n_recheck + min(self.n_fmul, self.n_fields)
+
     def chain_ends(self) -> np.ndarray:
         """Index (among the fmul rows) of each chain's last product."""
         ch = np.arange(self.n_chains, dtype=np.int64)
