@@ -43,10 +43,21 @@ def measure(k: int, shape: str, public: int, repeat: int) -> dict:
         w = porep.synthesize(n, public, 0.05, 0, seed=0, proof=0, partition=i, shape=shape)
         times.append(time.perf_counter() - t0)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    parts_s, compact = None, None
+    if shape == "filecoin":  # the values alone (what a compact partition would carry), no expansion
+        pt = []
+        for i in range(repeat):
+            t0 = time.perf_counter()
+            parts = porep.synthesize_filecoin_parts(n, public, 0, seed=0, proof=0, partition=i)
+            pt.append(time.perf_counter() - t0)
+        parts_s = statistics.median(pt)
+        compact = (lay.n_pool + 7) // 8 + parts.tail.nbytes + parts.public.nbytes  # bitmap + the rest
+        del parts
     st = porep.shape_stats(cs, w)
     mat_bytes = sum(m.indptr.nbytes + m.indices.nbytes + m.data.nbytes for m in (cs.A, cs.B, cs.C))
     return {"k": k, "shape": shape, "public": public, **st, "n_rows": lay.n_rows, "build_s": build_s,
             "synth_s": statistics.median(times), "synth_all_s": times, "witness_bytes": w.nbytes,
+            "parts_s": parts_s, "compact_bytes": compact,
             "matrix_bytes": mat_bytes, "peak_rss_build": rss_build, "peak_rss": rss}
 
 
@@ -56,12 +67,16 @@ def row(r: dict) -> str:
             f"{r['nnz_a']:6.3f} {r['nnz_b']:6.3f} {r['nnz_c']:6.3f} "
             f"{100 * r['bits']:6.2f} {100 * r['field']:6.2f} {100 * r['touch_a']:6.2f} {100 * r['touch_b']:6.2f} "
             f"{r['build_s']:8.2f} {r['synth_s']:8.3f} {r['matrix_bytes'] / gib:7.2f} {r['witness_bytes'] / gib:6.2f} "
-            f"{r['peak_rss'] / gib:7.2f}")
+            f"{r['peak_rss'] / gib:7.2f} {_opt(r['parts_s'], 8, 3)} {_opt(r['compact_bytes'], 9, 1, 2**20)}")
+
+
+def _opt(x, width: int, digits: int, scale: float = 1.0) -> str:
+    return f"{'-':>{width}s}" if x is None else f"{x / scale:{width}.{digits}f}"
 
 
 HEADER = (f"{'size':6s} {'rows':>12s} {'wires':>12s} {'A/row':>6s} {'B/row':>6s} {'C/row':>6s} {'%0/1':>6s} "
           f"{'%field':>6s} {'%A':>6s} {'%B':>6s} {'build_s':>8s} {'synth_s':>8s} {'mat_GiB':>7s} {'w_GiB':>6s} "
-          f"{'RSS_GiB':>7s}")
+          f"{'RSS_GiB':>7s} {'parts_s':>8s} {'cmp_MiB':>9s}")
 
 
 def main() -> int:
@@ -81,7 +96,9 @@ def main() -> int:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "NUMBA_NUM_THREADS": "1"}
     print(f"shape={a.shape} public={public} repeat={a.repeat}; %A/%B: share of private wires in A/B; "
-          "%field: wires >= 2^64; RSS: peak of the child process", flush=True)
+          "%field: wires >= 2^64; RSS: peak of the child process;\n"
+          "synth_s: full uint64[n_wires, 4] witness; parts_s: its values only (bits, words, fields, products); "
+          "cmp_MiB: those as a bitmap plus the non-bit wires", flush=True)
     print(HEADER, flush=True)
     rows = []
     for k in range(a.lo, a.hi + 1):

@@ -180,3 +180,15 @@ def test_filecoin_prove_verify_cpu():
     assert not verify(pk.vk, [pub[0], (pub[1] + 1) % R_MOD, *pub[2:]], proof)  # a tampered public input
     other = public_inputs(synthesize_filecoin(1024, 4, 0, seed=2, proof=0, partition=2), 4)
     assert other != pub and not verify(pk.vk, other, proof)  # another partition's inputs
+
+
+def test_filecoin_parts_expand_to_the_witness():
+    from cuzk_ray.circuits.porep import expand_filecoin, synthesize_filecoin_parts
+
+    lay = FilecoinLayout.make(4096, 9)
+    parts = synthesize_filecoin_parts(4096, 9, 2, seed=1, proof=0, partition=4)
+    w = synthesize_filecoin(4096, 9, 2, seed=1, proof=0, partition=4)
+    assert np.array_equal(expand_filecoin(lay, parts), w)
+    assert set(np.unique(parts.bits).tolist()) <= {0, 1} and len(parts.bits) == lay.n_pool
+    assert len(parts.tail) == lay.n_wires - lay.offsets()["words"]
+    assert public_inputs(w, 9) == [int(x) for x in public_inputs(np.vstack([w[:1], parts.public]), 9)]

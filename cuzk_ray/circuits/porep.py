@@ -500,13 +500,24 @@ _CHAIN = None
 _R2 = fr_to_limbs([pow(2, 512, R_MOD)])[0]
 
 
-def synthesize_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0, proof: int = 0,
-                        partition: int = 0) -> np.ndarray:
-    """The filecoin shape's witness of one partition, standard-form ``uint64[n_wires, 4]``: bits
-    as uint8 slices (rotations, xor/and), words and fields by np.packbits, products in numba."""
+@dataclass(frozen=True)
+class FilecoinParts:
+    """A filecoin-shape witness before expansion: ``bits`` uint8[n_pool] (0/1: the input and gate
+    bits, wires ``offsets()['bits']`` on), ``tail`` standard-form uint64[n_words + n_fields + n_fmul, 4]
+    (words, fields, products: every wire from ``offsets()['words']`` on) and ``public``
+    uint64[public, 4]. np.packbits(bits) plus tail is a compact partition (~0.15 GiB at 2^27)."""
+
+    bits: np.ndarray
+    tail: np.ndarray
+    public: np.ndarray
+
+
+def synthesize_filecoin_parts(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0,
+                              proof: int = 0, partition: int = 0) -> FilecoinParts:
+    """The filecoin shape's witness values: bits as uint8 slices (rotations, xor/and), words and
+    fields by np.packbits, products in numba (one pass over the chains)."""
     lay = FilecoinLayout.make(constraints, public)
     wr = _filecoin_wiring(lay, circuit_seed)
-    off = lay.offsets()
     rng = np.random.default_rng([seed, proof, partition, constraints, _SHAPE_TAG])
     pool = np.empty(lay.n_pool, dtype=np.uint8)
     inputs = pool[: lay.n_bits]
@@ -519,21 +530,35 @@ def synthesize_filecoin(constraints: int, public: int = 327, circuit_seed: int =
         np.bitwise_and(a[nx:], b[nx:], out=out[nx:])
         prev, o = out, o + size
     stream = _rot_values(pool, wr.stream0, lay.n_stream)
-    nw = WORD_BITS * lay.n_words
-    words = np.packbits(stream[:nw].reshape(lay.n_words, WORD_BITS), axis=1, bitorder="little").view("<u4")
+    nw, n_leaves = WORD_BITS * lay.n_words, lay.n_words + lay.n_fields
+    tail = _empty_zeros((n_leaves + lay.n_fmul, FR_LIMBS), np.uint64)
+    tail[: lay.n_words, 0] = np.packbits(stream[:nw].reshape(lay.n_words, WORD_BITS), axis=1,
+                                         bitorder="little").view("<u4")[:, 0]
     fbits = np.zeros((lay.n_fields, 256), dtype=np.uint8)
     fbits[:, :FIELD_BITS] = stream[nw:].reshape(lay.n_fields, FIELD_BITS)
     del stream
+    tail[lay.n_words : n_leaves] = np.packbits(fbits, axis=1, bitorder="little").view("<u8")
+    z = tail[n_leaves:]
+    _chain_kernel()(tail[:n_leaves], tail[lay.n_words : n_leaves], lay.n_chains, _R2, z)
+    return FilecoinParts(pool, tail, z[lay.chain_ends()[np.arange(public) % lay.n_chains]])
+
+
+def expand_filecoin(lay: FilecoinLayout, parts: FilecoinParts) -> np.ndarray:
+    """The full standard-form ``uint64[n_wires, 4]`` witness from its parts."""
+    off = lay.offsets()
     w = _empty_zeros((lay.n_wires, FR_LIMBS), np.uint64)
     w[0, 0] = 1
-    w[off["bits"] : off["bits"] + lay.n_pool, 0] = pool
-    w[off["words"] : off["fields"], 0] = words[:, 0]
-    fields = w[off["fields"] : off["z"]]
-    fields[:] = np.packbits(fbits, axis=1, bitorder="little").view("<u8")
-    z = w[off["z"] :]
-    _chain_kernel()(w[off["words"] : off["z"]], fields, lay.n_chains, _R2, z)
-    w[1 : 1 + public] = z[lay.chain_ends()[np.arange(public) % lay.n_chains]]
+    w[1 : 1 + lay.public] = parts.public
+    w[off["bits"] : off["bits"] + lay.n_pool, 0] = parts.bits
+    w[off["words"] :] = parts.tail
     return w
+
+
+def synthesize_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0, proof: int = 0,
+                        partition: int = 0) -> np.ndarray:
+    """The filecoin shape's witness of one partition, standard-form ``uint64[n_wires, 4]``."""
+    parts = synthesize_filecoin_parts(constraints, public, circuit_seed, seed, proof, partition)
+    return expand_filecoin(FilecoinLayout.make(constraints, public), parts)
 
 
 def shape_stats(cs: ConstraintSystem, witness: np.ndarray | None = None) -> dict:
