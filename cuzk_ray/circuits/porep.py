@@ -466,37 +466,41 @@ def build_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0) -
     return ConstraintSystem(lay.n_wires, lay.public, *mats, name=f"porep-filecoin-{constraints}")
 
 
+def _chain_products(leaves, fields, n_chains, r2, z):
+    """z[j] = (z[j - n_chains] (or 1) + leaves[2j] + leaves[2j + 1]) * fields[j] (indices cyclic),
+    standard form; compiled by numba (``_chain_kernel``) with fr_kernels' mod_add and mont_mul."""
+    nl, nf = leaves.shape[0], fields.shape[0]
+    for j in range(z.shape[0]):
+        if j < n_chains:
+            p0, p1, p2, p3 = np.uint64(1), np.uint64(0), np.uint64(0), np.uint64(0)
+        else:
+            k = j - n_chains
+            p0, p1, p2, p3 = z[k, 0], z[k, 1], z[k, 2], z[k, 3]
+        q = (2 * j) % nl
+        s = _mod_add(p0, p1, p2, p3, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
+        q = (2 * j + 1) % nl
+        s = _mod_add(*s, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
+        y = j % nf
+        t = _mont_mul(*s, fields[y, 0], fields[y, 1], fields[y, 2], fields[y, 3])  # s * y / 2^256
+        t = _mont_mul(*t, r2[0], r2[1], r2[2], r2[3])  # * 2^512 / 2^256: s * y
+        z[j, 0], z[j, 1], z[j, 2], z[j, 3] = t
+
+
 def _chain_kernel():
-    """The numba kernel for the products (compiled on first use; cached on disk)."""
-    global _CHAIN
+    """``_chain_products`` compiled on first use (numba imported only then; cached on disk: a
+    module-level function whose helpers are globals, which numba's cache can key)."""
+    global _CHAIN, _mod_add, _mont_mul
     if _CHAIN is None:
         from numba import njit
 
         from ..fr_kernels import mod_add, mont_mul
 
-        @njit(nogil=True, cache=True)
-        def chain(leaves, fields, n_chains, r2, z):
-            nl, nf = leaves.shape[0], fields.shape[0]
-            for j in range(z.shape[0]):
-                if j < n_chains:
-                    p0, p1, p2, p3 = np.uint64(1), np.uint64(0), np.uint64(0), np.uint64(0)
-                else:
-                    k = j - n_chains
-                    p0, p1, p2, p3 = z[k, 0], z[k, 1], z[k, 2], z[k, 3]
-                q = (2 * j) % nl
-                s = mod_add(p0, p1, p2, p3, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
-                q = (2 * j + 1) % nl
-                s = mod_add(*s, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
-                y = j % nf
-                t = mont_mul(*s, fields[y, 0], fields[y, 1], fields[y, 2], fields[y, 3])  # s * y / 2^256
-                t = mont_mul(*t, r2[0], r2[1], r2[2], r2[3])  # * 2^512 / 2^256: s * y
-                z[j, 0], z[j, 1], z[j, 2], z[j, 3] = t
-
-        _CHAIN = chain
+        _mod_add, _mont_mul = mod_add, mont_mul
+        _CHAIN = njit(nogil=True, cache=True)(_chain_products)
     return _CHAIN
 
 
-_CHAIN = None
+_CHAIN = _mod_add = _mont_mul = None
 _R2 = fr_to_limbs([pow(2, 512, R_MOD)])[0]
 
 
