@@ -9,6 +9,10 @@ Rows (m = constraints - P - 1, so the QAP domain is exactly ``constraints`` for 
   pack      (sum_k 2^k bit_k) * 1 = word    A={bit_k:2^k}    B={1:1}         C={word:1}
   mul       x * y = z                       A={x:1}          B={y:1}         C={z:1}
   public    pub_k * 1 = z_k                 A={pub_k:1}      B={1:1}         C={z_k:1}
+
+A second shape, ``shape="filecoin"`` (``FilecoinLayout``, ``build_filecoin``, ``synthesize_filecoin``),
+has the proportions of Filecoin's 32 GiB PoRep partition (see FilecoinLayout); ``build_circuit``
+and ``synthesize`` pick it with ``shape=``. The default shape is unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class PorepLayout:
     n_pack: int
 
     @classmethod
-    def make(cls, constraints: int, public: int = 4, field_share: float = 0.05) -> "PorepLayout":
+    def make(cls, constraints: int, public: int = 4, field_share: float = 0.05) -> PorepLayout:
         if public < 1:
             raise ValueError(f"circuit.public={public}: at least one public input is needed")
         if not 0.0 <= field_share <= 0.5:
@@ -93,8 +97,24 @@ def _coeffs(small: np.ndarray) -> np.ndarray:
     return out
 
 
-def build_circuit(constraints: int, public: int = 4, field_share: float = 0.05, circuit_seed: int = 0) -> ConstraintSystem:
-    """The constraint system (same for every partition)."""
+SHAPES = ("default", "filecoin")
+
+
+def make_layout(constraints: int, public: int = 4, field_share: float = 0.05, shape: str = "default"):
+    """The layout of either shape (validates the sizes; ``n_wires``, ``n_rows`` on both)."""
+    if shape == "default":
+        return PorepLayout.make(constraints, public, field_share)
+    if shape == "filecoin":
+        return FilecoinLayout.make(constraints, public)
+    raise ValueError(f"circuit.shape={shape!r} is not a known shape (known: {', '.join(SHAPES)})")
+
+
+def build_circuit(constraints: int, public: int = 4, field_share: float = 0.05, circuit_seed: int = 0,
+                  shape: str = "default") -> ConstraintSystem:
+    """The constraint system (same for every partition). ``field_share`` is ignored by the filecoin shape."""
+    if shape != "default":
+        make_layout(constraints, public, field_share, shape)
+        return build_filecoin(constraints, public, circuit_seed)
     lay = PorepLayout.make(constraints, public, field_share)
     wr = _wiring(lay, circuit_seed)
     off = lay.offsets()
@@ -129,7 +149,8 @@ def build_circuit(constraints: int, public: int = 4, field_share: float = 0.05, 
     zero = np.zeros
     B = mat([(r_bits, w_bits, ones(lay.n_bits)), (r_bits, zero(lay.n_bits, np.int64), -ones(lay.n_bits)),
              (r_xor, xb, ones(lay.n_xor)), (r_pack, zero(lay.n_pack, np.int64), ones(lay.n_pack)),
-             (r_mul, off["field_in"] + wr.mul_y, ones(lay.n_mul)), (r_pub, zero(lay.public, np.int64), ones(lay.public))])
+             (r_mul, off["field_in"] + wr.mul_y, ones(lay.n_mul)),
+             (r_pub, zero(lay.public, np.int64), ones(lay.public))])
     C = mat([(r_xor, xa, ones(lay.n_xor)), (r_xor, xb, ones(lay.n_xor)), (r_xor, w_xor, -ones(lay.n_xor)),
              (r_pack, w_pack, ones(lay.n_pack)), (r_mul, w_mul, ones(lay.n_mul)),
              (r_pub, w_mul[: lay.public], ones(lay.public))])
@@ -137,8 +158,11 @@ def build_circuit(constraints: int, public: int = 4, field_share: float = 0.05, 
 
 
 def synthesize(constraints: int, public: int = 4, field_share: float = 0.05, circuit_seed: int = 0,
-               seed: int = 0, proof: int = 0, partition: int = 0) -> np.ndarray:
+               seed: int = 0, proof: int = 0, partition: int = 0, shape: str = "default") -> np.ndarray:
     """The witness of one partition as standard-form ``uint64[n_wires, 4]`` (vectorized)."""
+    if shape != "default":
+        make_layout(constraints, public, field_share, shape)
+        return synthesize_filecoin(constraints, public, circuit_seed, seed, proof, partition)
     lay = PorepLayout.make(constraints, public, field_share)
     wr = _wiring(lay, circuit_seed)
     off = lay.offsets()
@@ -162,3 +186,398 @@ def synthesize(constraints: int, public: int = 4, field_share: float = 0.05, cir
 
 def public_inputs(witness: np.ndarray, public: int) -> list[int]:
     return [int(x) for x in limbs_to_ints(witness[1 : 1 + public])]
+
+
+# ---------------------------------------------------------------------------------------------
+# The filecoin shape: the proportions of Filecoin's 32 GiB PoRep partition, scaled to the domain.
+
+# Published figures (Curio's cuzk docs, ../shared/DESIGN.md section 5), at the domain 2^27.
+PUB_DOMAIN = 1 << 27
+PUB_ROWS = 130_278_869
+PUB_PRIVATE = 130_169_893
+PUB_NNZ = (309_400_000, 130_300_000, 282_700_000)  # A, B, C
+PUB_B_SHARE = 0.254  # share of the private wires that B touches (A touches 99.7 %: here all of them)
+FIELD_PACK_SHARE = 0.003  # rows packing 254 bits into a field element (the rest packs 32-bit words)
+GATE_LAYERS = 8
+WORD_BITS = 32
+FIELD_BITS = 254  # 2^254 < r: a packed value needs no reduction
+_SHAPE_TAG = 0xF11EC0  # keeps this shape's random streams apart from the default shape's
+
+
+@dataclass(frozen=True)
+class FilecoinLayout:
+    """Counts of each constraint kind of the filecoin shape.
+
+    Wires: [1 | public (P) | input bits | gate bits, layer by layer (xor, then and) | words | fields | z]
+    Rows (n_rows = round(constraints * 130,278,869 / 2^27), so 2^27 fills like PoRep's domain):
+      bool     b * b = b                          A={b:1}           B={b:1}   C={b:1}
+      xor      (2a) * b = a + b - c               A={a:2}           B={b:1}   C={a:1, b:1, c:-1}
+      and      a * b = c                          A={a:1}           B={b:1}   C={c:1}
+      recheck  c * c = c (a gate bit again)       A={c:1}           B={c:1}   C={c:1}
+      word     (sum_k 2^k bit_k) * 1 = word       A=32 bits         B={1:1}   C={word:1}
+      field    (sum_k 2^k bit_k) * 1 = f, k < 254 A=254 bits        B={1:1}   C={f:1}
+      fmul     (z' + l1 + l2) * y = z             A={z' or 1, l1, l2} B={y:1} C={z:1}
+      public   z_end * 1 = pub_k                  A={z_end:1}       B={1:1}   C={pub_k:1}
+    Gate operands: ``a`` from the layer before (input bits for the first), at a fixed rotation
+    (like SHA-256's rotations); ``b`` from the input bits, so B touches the input bits, the
+    rechecked bits and the fields used as ``y`` (25.4 % of the private wires). Words and fields
+    pack consecutive bits of one stream over all bit wires (covering every one); l1, l2 are words
+    and fields in turn, y a field, z' the previous product of the same chain (one chain per public
+    input, its end constrained equal to that input). Every private wire appears in A.
+    Non-zeros per row: A = 1 + (31 words + 253 fields + 2 fmul) / rows, B = 1, C = 1 + 2 xor / rows.
+    """
+
+    constraints: int
+    public: int
+    n_rows: int
+    n_bits: int
+    n_xor: int
+    n_and: int
+    n_recheck: int
+    n_words: int
+    n_fields: int
+    n_fmul: int
+    n_chains: int
+    layer_sizes: tuple
+    layer_xors: tuple
+
+    @classmethod
+    def make(cls, constraints: int, public: int = 327) -> FilecoinLayout:
+        if public < 1:
+            raise ValueError(f"circuit.public={public}: at least one public input is needed")
+        if constraints < 1024 or constraints & (constraints - 1):
+            raise ValueError(f"circuit.constraints={constraints}: the filecoin shape needs a power of two >= 1024 "
+                             "(the QAP domain size)")
+        m = (constraints * PUB_ROWS + PUB_DOMAIN // 2) // PUB_DOMAIN
+        if m + public >= constraints:
+            raise ValueError(f"circuit.constraints={constraints}: {m} rows and {public} public inputs do not fit "
+                             f"the domain (rows + public must stay below {constraints})")
+        n_recheck = max(0, round(m * (PUB_ROWS - PUB_PRIVATE) / PUB_ROWS) - public)
+        private = m - n_recheck - public
+        n_xor = round((PUB_NNZ[2] / PUB_ROWS - 1) * m / 2)
+        n_fields = max(1, round(FIELD_PACK_SHARE * m))
+        n_words = max(1, round(((PUB_NNZ[0] / PUB_ROWS - 1) * m - FIELD_BITS * n_fields) / WORD_BITS))
+        n_fmul = (n_words + n_fields + 1) // 2  # two leaves per product: each word and field used once
+        n_bits = round(PUB_B_SHARE * private) - min(n_fmul, n_fields) - n_recheck
+        n_gates = private - n_bits - n_words - n_fields - n_fmul
+        if n_gates < n_xor or n_gates < GATE_LAYERS or n_bits < 2:
+            raise ValueError(f"circuit.constraints={constraints}: too small for the filecoin shape")
+        # layers grow by at most one gate, so each layer's rotation of the one before covers it
+        sizes = tuple(n_gates // GATE_LAYERS + (i >= GATE_LAYERS - n_gates % GATE_LAYERS) for i in range(GATE_LAYERS))
+        xors = tuple(n_xor // GATE_LAYERS + (i >= GATE_LAYERS - n_xor % GATE_LAYERS) for i in range(GATE_LAYERS))
+        return cls(constraints, public, m, n_bits, n_xor, n_gates - n_xor, n_recheck, n_words, n_fields, n_fmul,
+                   min(public, n_fmul), sizes, xors)
+
+    @property
+    def n_gates(self) -> int:
+        return self.n_xor + self.n_and
+
+    @property
+    def n_private(self) -> int:
+        return self.n_bits + self.n_gates + self.n_words + self.n_fields + self.n_fmul
+
+    @property
+    def n_wires(self) -> int:
+        return 1 + self.public + self.n_private
+
+    @property
+    def n_pool(self) -> int:
+        """Bit wires (input bits and gate outputs), contiguous from ``offsets()['bits']``."""
+        return self.n_bits + self.n_gates
+
+    @property
+    def n_stream(self) -> int:
+        return WORD_BITS * self.n_words + FIELD_BITS * self.n_fields
+
+    def offsets(self) -> dict:
+        bits = 1 + self.public
+        gates = bits + self.n_bits
+        words = gates + self.n_gates
+        fields = words + self.n_words
+        return {"bits": bits, "gates": gates, "words": words, "fields": fields, "z": fields + self.n_fields}
+
+    def nnz(self) -> tuple[int, int, int]:
+        """Non-zeros of A, B, C (what build_filecoin makes, without building it)."""
+        ones = self.n_bits + self.n_recheck + self.n_words + self.n_fields + self.n_fmul + self.public
+        a = ones + self.n_gates + (WORD_BITS - 1) * self.n_words + (FIELD_BITS - 1) * self.n_fields + 2 * self.n_fmul
+        return a, self.n_rows, ones + 3 * self.n_xor + self.n_and
+
+    def b_wires(self) -> int:
+        """Private wires B touches: input bits, rechecked bits, fields used as y."""
+        return self.n_bits + self.n_recheck + min(self.n_fmul, self.n_fields)
+
+    def chain_ends(self) -> np.ndarray:
+        """Index (among the fmul rows) of each chain's last product."""
+        ch = np.arange(self.n_chains, dtype=np.int64)
+        return ch + self.n_chains * ((self.n_fmul - 1 - ch) // self.n_chains)
+
+    def expected(self) -> dict:
+        """The published proportions this layout aims at (per row, shares of private wires)."""
+        return {"nnz_a": PUB_NNZ[0] / PUB_ROWS, "nnz_b": PUB_NNZ[1] / PUB_ROWS, "nnz_c": PUB_NNZ[2] / PUB_ROWS,
+                "private_per_row": PUB_PRIVATE / PUB_ROWS, "b_share": PUB_B_SHARE}
+
+
+@dataclass(frozen=True)
+class _FilecoinWiring:
+    """Rotations (from the circuit seed): a and b operands per gate layer, start of the pack stream."""
+
+    rot_a: tuple
+    rot_b: tuple
+    stream0: int
+
+
+def _filecoin_wiring(lay: FilecoinLayout, circuit_seed: int) -> _FilecoinWiring:
+    rng = np.random.default_rng([circuit_seed, lay.constraints, lay.public, _SHAPE_TAG])
+    rot_a, rot_b = [], []
+    for i in range(GATE_LAYERS):
+        n_prev = lay.n_bits if i == 0 else lay.layer_sizes[i - 1]
+        ra = int(rng.integers(n_prev))
+        rot_a.append(ra)
+        # first layer: both operands are input bits, never the same one
+        rb = (ra + 1 + int(rng.integers(lay.n_bits - 1))) % lay.n_bits if i == 0 else int(rng.integers(lay.n_bits))
+        rot_b.append(rb)
+    return _FilecoinWiring(tuple(rot_a), tuple(rot_b), int(rng.integers(lay.n_pool)))
+
+
+def _rot(start: int, count: int, n: int, base: int = 0) -> np.ndarray:
+    """base + (start + arange(count)) % n as int64."""
+    out = np.arange(start, start + count, dtype=np.int64)
+    np.remainder(out, n, out=out)
+    out += base
+    return out
+
+
+def _rot_values(arr: np.ndarray, start: int, count: int) -> np.ndarray:
+    """arr[(start + arange(count)) % len(arr)] without index arithmetic (slices, cyclic repeat)."""
+    rolled = np.concatenate((arr[start:], arr[:start])) if start else arr
+    return rolled if count == len(rolled) else np.resize(rolled, count)
+
+
+def _empty_zeros(shape, dtype) -> np.ndarray:
+    """np.zeros through np.empty: numpy asks for huge pages on large np.empty blocks (madvise), not
+    on np.zeros (calloc), and first-touch faults of 4 KiB pages cost 10-20x the fill here."""
+    out = np.empty(shape, dtype=dtype)
+    out.fill(0)
+    return out
+
+
+def _csr(blocks: list, n_rows: int, n_cols: int) -> CsrMatrix:
+    """A CsrMatrix from row blocks in row order. Each block is (cols int64[n, k], coefficients):
+    ``("small", v)`` with v an int or int64[k] (per column), -1 meaning r - 1, or ``("pow2", k)``:
+    2^j for the j-th column (j < 256). Rows whose columns are not ascending (a cyclic stream that
+    wraps, operands in either order) are sorted with their coefficients; no two entries of a row
+    may share a column."""
+    nnz = sum(c.size for c, _ in blocks)
+    indptr = np.empty(n_rows + 1, dtype=np.int64)
+    indptr[0] = 0
+    indices = np.empty(nnz, dtype=np.int64)
+    data = _empty_zeros((nnz, FR_LIMBS), np.uint64)
+    r = o = 0
+    for cols, (kind, v) in blocks:
+        n, k = cols.shape
+        indptr[r + 1 : r + n + 1] = np.arange(o + k, o + k * n + 1, k, dtype=np.int64)
+        ind = indices[o : o + n * k].reshape(n, k)
+        ind[:] = cols
+        d = data[o : o + n * k].reshape(n, k, FR_LIMBS)
+        if kind == "small":  # per column (slices: a boolean mask over n x k is ~40x slower)
+            for j, vj in enumerate(np.broadcast_to(np.asarray(v, dtype=np.int64), (k,)).tolist()):
+                if vj == -1:
+                    d[:, j] = _MINUS_ONE
+                elif vj >= 0:
+                    d[:, j, 0] = vj
+                else:
+                    raise ValueError(f"coefficient {vj}: only -1 and non-negative ones here")
+        else:
+            for j0 in range(0, k, 64):  # limb j0 // 64 of the columns j0 .. j0 + 63
+                j1 = min(k, j0 + 64)
+                d[:, j0:j1, j0 // 64] = np.uint64(1) << np.arange(j1 - j0, dtype=np.uint64)
+        if k > 1:
+            bad = np.flatnonzero((np.diff(ind, axis=1) <= 0).any(axis=1))
+            if len(bad):
+                order = np.argsort(ind[bad], axis=1, kind="stable")
+                ind[bad] = np.take_along_axis(ind[bad], order, axis=1)
+                d[bad] = np.take_along_axis(d[bad], order[:, :, None], axis=1)
+                if (np.diff(ind[bad], axis=1) <= 0).any():
+                    raise AssertionError("filecoin shape: a row holds the same wire twice")
+        r, o = r + n, o + n * k
+    assert r == n_rows and o == nnz
+    return CsrMatrix(indptr, indices, data, n_cols)
+
+
+def build_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0) -> ConstraintSystem:
+    """The filecoin shape's constraint system (same for every partition); see FilecoinLayout."""
+    lay = FilecoinLayout.make(constraints, public)
+    wr = _filecoin_wiring(lay, circuit_seed)
+    off = lay.offsets()
+    A, B, C = [], [], []
+    col = lambda x: x.reshape(-1, 1)  # noqa: E731
+    const = lambda n: np.zeros((n, 1), dtype=np.int64)  # noqa: E731  (wire 0, the constant 1)
+    one = ("small", 1)
+    # bool rows: the input bits
+    w_bits = col(np.arange(off["bits"], off["bits"] + lay.n_bits, dtype=np.int64))
+    A.append((w_bits, one))
+    B.append((w_bits, one))
+    C.append((w_bits, one))
+    # gate layers
+    prev_base, prev_n, out_base = off["bits"], lay.n_bits, off["gates"]
+    for size, nx, ra, rb in zip(lay.layer_sizes, lay.layer_xors, wr.rot_a, wr.rot_b):
+        a = _rot(ra, size, prev_n, prev_base)
+        b = _rot(rb, size, lay.n_bits, off["bits"])
+        c = np.arange(out_base, out_base + size, dtype=np.int64)
+        A.append((col(a[:nx]), ("small", 2)))
+        A.append((col(a[nx:]), one))
+        B.append((col(b), one))
+        xc = np.empty((nx, 3), dtype=np.int64)
+        np.minimum(a[:nx], b[:nx], out=xc[:, 0])
+        np.maximum(a[:nx], b[:nx], out=xc[:, 1])
+        xc[:, 2] = c[:nx]
+        C.append((xc, ("small", np.array([1, 1, -1]))))
+        C.append((col(c[nx:]), one))
+        del a, b, xc
+        prev_base, prev_n, out_base = out_base, size, out_base + size
+    # rechecks: bits of the last layer again
+    w_rc = col(_rot(0, lay.n_recheck, prev_n, prev_base))
+    for M in (A, B, C):
+        M.append((w_rc, one))
+    # packing: one stream of consecutive bit wires (cyclic over all of them), words then fields
+    nw = WORD_BITS * lay.n_words
+    stream = _rot(wr.stream0, lay.n_stream, lay.n_pool, off["bits"])
+    A.append((stream[:nw].reshape(lay.n_words, WORD_BITS), ("pow2", WORD_BITS)))
+    A.append((stream[nw:].reshape(lay.n_fields, FIELD_BITS), ("pow2", FIELD_BITS)))
+    del stream
+    B.append((const(lay.n_words + lay.n_fields), one))
+    C.append((col(np.arange(off["words"], off["fields"] + lay.n_fields, dtype=np.int64)), one))
+    # products: chains of (z' + l1 + l2) * y = z
+    j = np.arange(lay.n_fmul, dtype=np.int64)
+    n_leaves = lay.n_words + lay.n_fields
+    fa = np.empty((lay.n_fmul, 3), dtype=np.int64)
+    fa[:, 0] = np.where(j < lay.n_chains, 0, off["z"] + j - lay.n_chains)
+    fa[:, 1] = off["words"] + (2 * j) % n_leaves
+    fa[:, 2] = off["words"] + (2 * j + 1) % n_leaves
+    A.append((fa, one))
+    B.append((col(off["fields"] + j % lay.n_fields), one))
+    C.append((col(off["z"] + j), one))
+    # public rows: the end of chain k mod n_chains equals public input k
+    ends = off["z"] + lay.chain_ends()
+    A.append((col(ends[np.arange(lay.public) % lay.n_chains]), one))
+    B.append((const(lay.public), one))
+    C.append((col(np.arange(1, 1 + lay.public, dtype=np.int64)), one))
+    mats = [_csr(M, lay.n_rows, lay.n_wires) for M in (A, B, C)]
+    return ConstraintSystem(lay.n_wires, lay.public, *mats, name=f"porep-filecoin-{constraints}")
+
+
+def _chain_products(leaves, fields, n_chains, r2, z):
+    """z[j] = (z[j - n_chains] (or 1) + leaves[2j] + leaves[2j + 1]) * fields[j] (indices cyclic),
+    standard form; compiled by numba (``_chain_kernel``) with fr_kernels' mod_add and mont_mul."""
+    nl, nf = leaves.shape[0], fields.shape[0]
+    for j in range(z.shape[0]):
+        if j < n_chains:
+            p0, p1, p2, p3 = np.uint64(1), np.uint64(0), np.uint64(0), np.uint64(0)
+        else:
+            k = j - n_chains
+            p0, p1, p2, p3 = z[k, 0], z[k, 1], z[k, 2], z[k, 3]
+        q = (2 * j) % nl
+        s = _mod_add(p0, p1, p2, p3, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
+        q = (2 * j + 1) % nl
+        s = _mod_add(*s, leaves[q, 0], leaves[q, 1], leaves[q, 2], leaves[q, 3])
+        y = j % nf
+        t = _mont_mul(*s, fields[y, 0], fields[y, 1], fields[y, 2], fields[y, 3])  # s * y / 2^256
+        t = _mont_mul(*t, r2[0], r2[1], r2[2], r2[3])  # * 2^512 / 2^256: s * y
+        z[j, 0], z[j, 1], z[j, 2], z[j, 3] = t
+
+
+def _chain_kernel():
+    """``_chain_products`` compiled on first use (numba imported only then; cached on disk: a
+    module-level function whose helpers are globals, which numba's cache can key)."""
+    global _CHAIN, _mod_add, _mont_mul
+    if _CHAIN is None:
+        from numba import njit
+
+        from ..fr_kernels import mod_add, mont_mul
+
+        _mod_add, _mont_mul = mod_add, mont_mul
+        _CHAIN = njit(nogil=True, cache=True)(_chain_products)
+    return _CHAIN
+
+
+_CHAIN = _mod_add = _mont_mul = None
+_R2 = fr_to_limbs([pow(2, 512, R_MOD)])[0]
+
+
+@dataclass(frozen=True)
+class FilecoinParts:
+    """A filecoin-shape witness before expansion: ``bits`` uint8[n_pool] (0/1: the input and gate
+    bits, wires ``offsets()['bits']`` on), ``tail`` standard-form uint64[n_words + n_fields + n_fmul, 4]
+    (words, fields, products: every wire from ``offsets()['words']`` on) and ``public``
+    uint64[public, 4]. np.packbits(bits) plus tail is a compact partition (~0.15 GiB at 2^27)."""
+
+    bits: np.ndarray
+    tail: np.ndarray
+    public: np.ndarray
+
+
+def synthesize_filecoin_parts(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0,
+                              proof: int = 0, partition: int = 0) -> FilecoinParts:
+    """The filecoin shape's witness values: bits as uint8 slices (rotations, xor/and), words and
+    fields by np.packbits, products in numba (one pass over the chains)."""
+    lay = FilecoinLayout.make(constraints, public)
+    wr = _filecoin_wiring(lay, circuit_seed)
+    rng = np.random.default_rng([seed, proof, partition, constraints, _SHAPE_TAG])
+    pool = np.empty(lay.n_pool, dtype=np.uint8)
+    inputs = pool[: lay.n_bits]
+    inputs[:] = np.unpackbits(np.frombuffer(rng.bytes((lay.n_bits + 7) // 8), dtype=np.uint8))[: lay.n_bits]
+    prev, o = inputs, lay.n_bits
+    for size, nx, ra, rb in zip(lay.layer_sizes, lay.layer_xors, wr.rot_a, wr.rot_b):
+        a, b = _rot_values(prev, ra, size), _rot_values(inputs, rb, size)
+        out = pool[o : o + size]
+        np.bitwise_xor(a[:nx], b[:nx], out=out[:nx])
+        np.bitwise_and(a[nx:], b[nx:], out=out[nx:])
+        prev, o = out, o + size
+    stream = _rot_values(pool, wr.stream0, lay.n_stream)
+    nw, n_leaves = WORD_BITS * lay.n_words, lay.n_words + lay.n_fields
+    tail = _empty_zeros((n_leaves + lay.n_fmul, FR_LIMBS), np.uint64)
+    tail[: lay.n_words, 0] = np.packbits(stream[:nw].reshape(lay.n_words, WORD_BITS), axis=1,
+                                         bitorder="little").view("<u4")[:, 0]
+    fbits = np.zeros((lay.n_fields, 256), dtype=np.uint8)
+    fbits[:, :FIELD_BITS] = stream[nw:].reshape(lay.n_fields, FIELD_BITS)
+    del stream
+    tail[lay.n_words : n_leaves] = np.packbits(fbits, axis=1, bitorder="little").view("<u8")
+    z = tail[n_leaves:]
+    _chain_kernel()(tail[:n_leaves], tail[lay.n_words : n_leaves], lay.n_chains, _R2, z)
+    return FilecoinParts(pool, tail, z[lay.chain_ends()[np.arange(public) % lay.n_chains]])
+
+
+def expand_filecoin(lay: FilecoinLayout, parts: FilecoinParts) -> np.ndarray:
+    """The full standard-form ``uint64[n_wires, 4]`` witness from its parts."""
+    off = lay.offsets()
+    w = _empty_zeros((lay.n_wires, FR_LIMBS), np.uint64)
+    w[0, 0] = 1
+    w[1 : 1 + lay.public] = parts.public
+    w[off["bits"] : off["bits"] + lay.n_pool, 0] = parts.bits
+    w[off["words"] :] = parts.tail
+    return w
+
+
+def synthesize_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0, proof: int = 0,
+                        partition: int = 0) -> np.ndarray:
+    """The filecoin shape's witness of one partition, standard-form ``uint64[n_wires, 4]``."""
+    parts = synthesize_filecoin_parts(constraints, public, circuit_seed, seed, proof, partition)
+    return expand_filecoin(FilecoinLayout.make(constraints, public), parts)
+
+
+def shape_stats(cs: ConstraintSystem, witness: np.ndarray | None = None) -> dict:
+    """Proportions of a constraint system (any shape): non-zeros per row, the share of private
+    wires each of A, B, C touches, and with a witness the share of its wires that are 0 or 1
+    (``bits``) and of those >= 2^64 (``field``)."""
+    rows, first = cs.n_constraints, 1 + cs.n_public
+    out = {"rows": rows, "wires": cs.n_wires, "private": cs.n_wires - first}
+    for name, m in (("a", cs.A), ("b", cs.B), ("c", cs.C)):
+        out[f"nnz_{name}"] = m.nnz / rows
+        touched = np.zeros(cs.n_wires, dtype=bool)
+        touched[m.indices] = True
+        out[f"touch_{name}"] = float(touched[first:].mean())
+    if witness is not None:
+        high = (witness[:, 1] != 0) | (witness[:, 2] != 0) | (witness[:, 3] != 0)  # >= 2^64: full field elements
+        out["bits"] = float(((witness[:, 0] <= 1) & ~high).mean())
+        out["field"] = float(high.mean())
+    return out
