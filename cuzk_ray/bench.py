@@ -133,8 +133,8 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
 
 
 STAGE_COLORS = {"synthesis": "#999999", "upload": "#bcbd22", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
-                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
-                "assemble": "#17becf"}
+                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e",
+                "msm_h": "#9467bd", "assemble": "#17becf"}
 
 
 def partition_records(batch) -> list[dict]:
@@ -186,7 +186,8 @@ def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     ax.set_yticks(range(len(labels)), [f"prover {w}" + (f" / {k}" if k else "") for w, k in labels])
     ax.set_xlabel("seconds")
     ax.set_title(f"{summary['partitions']} partitions, {summary['s_per_proof']:.2f} s/proof "
-                 "(grey: synthesis; lower lane: B_G2 MSM; black: device held; 'prover w / k': k-th concurrent partition)")
+                 "(grey: synthesis; lower lane: B_G2 MSM; black: device held; "
+                 "'prover w / k': k-th concurrent partition)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLORS.values()]
     ax.legend(handles, STAGE_COLORS.keys(), ncol=5, fontsize=7, loc="upper right")
     fig.tight_layout()
