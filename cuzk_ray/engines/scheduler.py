@@ -53,6 +53,9 @@ class Executor(Protocol):
     prover_info: list[dict]
     metrics: Metrics
 
+    def pw(self, requested: int | None) -> int:
+        """Partitions in flight it takes: ``requested``, or its default for None."""
+
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Start ``work`` (``spec``: the circuit's synthesis spec for it); sets ``work.prover``."""
 
