@@ -20,15 +20,13 @@ CUZK_PUBLISHED = {
 class MemorySampler:
     """Samples, every ``period`` s, the machine's used memory and the summed PSS (proportional set
     size: shared object-store pages counted once) of this process and its descendants (the
-    embedded Ray node's raylet, object store and workers)."""
+    embedded Ray node's raylet, object store and workers). The machine's baseline is taken when
+    sampling starts (__enter__), and psutil is looked up then: a dependency of ray[default], or
+    the copy Ray puts on sys.path when it is imported."""
 
     def __init__(self, period: float = 0.25):
-        try:
-            import psutil  # a dependency of ray[default]
-        except ImportError:  # a trimmed Ray install: report no memory figures rather than fail
-            psutil = None
-        self.psutil, self.period = psutil, period
-        self.base_used = psutil.virtual_memory().used if psutil else 0
+        self.psutil, self.period = None, period
+        self.base_used = 0
         self.peak_used = 0
         self.peak_pss = 0
         self._stop = threading.Event()
@@ -51,7 +49,13 @@ class MemorySampler:
             self._stop.wait(self.period)
 
     def __enter__(self):
-        if self.psutil:
+        try:
+            import psutil
+        except ImportError:  # a trimmed Ray install, or no Ray: report no memory figures rather than fail
+            psutil = None
+        self.psutil = psutil
+        if psutil:
+            self.base_used = psutil.virtual_memory().used
             self._thread.start()
         return self
 
