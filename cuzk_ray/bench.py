@@ -20,15 +20,13 @@ CUZK_PUBLISHED = {
 class MemorySampler:
     """Samples, every ``period`` s, the machine's used memory and the summed PSS (proportional set
     size: shared object-store pages counted once) of this process and its descendants (the
-    embedded Ray node's raylet, object store and workers)."""
+    embedded Ray node's raylet, object store and workers). The machine's baseline is taken when
+    sampling starts (__enter__), and psutil is looked up then: a dependency of ray[default], or
+    the copy Ray puts on sys.path when it is imported."""
 
     def __init__(self, period: float = 0.25):
-        try:
-            import psutil  # a dependency of ray[default]
-        except ImportError:  # a trimmed Ray install: report no memory figures rather than fail
-            psutil = None
-        self.psutil, self.period = psutil, period
-        self.base_used = psutil.virtual_memory().used if psutil else 0
+        self.psutil, self.period = None, period
+        self.base_used = 0
         self.peak_used = 0
         self.peak_pss = 0
         self._stop = threading.Event()
@@ -51,7 +49,13 @@ class MemorySampler:
             self._stop.wait(self.period)
 
     def __enter__(self):
-        if self.psutil:
+        try:
+            import psutil
+        except ImportError:  # a trimmed Ray install, or no Ray: report no memory figures rather than fail
+            psutil = None
+        self.psutil = psutil
+        if psutil:
+            self.base_used = psutil.virtual_memory().used
             self._thread.start()
         return self
 
@@ -133,8 +137,8 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
 
 
 STAGE_COLORS = {"synthesis": "#999999", "upload": "#bcbd22", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
-                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e", "msm_h": "#9467bd",
-                "assemble": "#17becf"}
+                "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e",
+                "msm_h": "#9467bd", "assemble": "#17becf"}
 
 
 def partition_records(batch) -> list[dict]:
@@ -186,7 +190,8 @@ def plot(records: list[dict], summary: dict, out_dir) -> list[str]:
     ax.set_yticks(range(len(labels)), [f"prover {w}" + (f" / {k}" if k else "") for w, k in labels])
     ax.set_xlabel("seconds")
     ax.set_title(f"{summary['partitions']} partitions, {summary['s_per_proof']:.2f} s/proof "
-                 "(grey: synthesis; lower lane: B_G2 MSM; black: device held; 'prover w / k': k-th concurrent partition)")
+                 "(grey: synthesis; lower lane: B_G2 MSM; black: device held; "
+                 "'prover w / k': k-th concurrent partition)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STAGE_COLORS.values()]
     ax.legend(handles, STAGE_COLORS.keys(), ncol=5, fontsize=7, loc="upper right")
     fig.tight_layout()

@@ -4,7 +4,7 @@ type are rejected before anything runs (`pww=3`, `pw=abc`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
@@ -17,24 +17,24 @@ class CircuitConf:
     public: int = 4
     field_share: float = 0.05
     circuit_seed: int = 0
-    zkey: Optional[str] = None  # circuit=snarkjs: the Groth16 BLS12-381 .zkey
-    witness: List[str] = field(default_factory=list)  # circuit=snarkjs: .wtns files, one proof each
-    r1cs: Optional[str] = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
+    zkey: str | None = None  # circuit=snarkjs: the Groth16 BLS12-381 .zkey
+    witness: list[str] = field(default_factory=list)  # circuit=snarkjs: .wtns files, one proof each
+    r1cs: str | None = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
 
 
 @dataclass
 class RayConf:
-    address: Optional[str] = None  # connect here (RAY_ADDRESS works too); else an embedded Ray
-    num_cpus: Optional[int] = None  # embedded Ray only
-    num_gpus: Optional[int] = None  # embedded Ray only
+    address: str | None = None  # connect here (RAY_ADDRESS works too); else an embedded Ray
+    num_cpus: int | None = None  # embedded Ray only
+    num_gpus: int | None = None  # embedded Ray only
     dashboard: bool = False  # embedded Ray only, bound to 127.0.0.1
     ship_package: bool = True  # runtime_env py_modules: workers import this cuzk_ray
-    metrics_export_port: Optional[int] = None  # embedded Ray only: Prometheus endpoint
+    metrics_export_port: int | None = None  # embedded Ray only: Prometheus endpoint
 
 
 @dataclass
 class MemoryConf:
-    host_budget: Optional[str] = None  # e.g. 64GiB; bytes of in-flight partitions on the host
+    host_budget: str | None = None  # e.g. 64GiB; bytes of in-flight partitions on the host
 
 
 @dataclass
@@ -43,11 +43,11 @@ class ProveConf:
     engine: str = "ray"  # ray (embedded or a cluster) | local (in this process, no Ray: small single jobs)
     backend: str = "auto"
     proofs: int = 1
-    pw: Optional[int] = None  # partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU ones
+    pw: int | None = None  # partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU ones
     pw_per_gpu: int = 8
     gpu_workers_per_device: int = 1
     gpu_concurrency: int = 2  # partitions one GPU prover actor works on at once (threads)
-    provers: Optional[int] = None
+    provers: int | None = None
     cpu_threads: int = 2
     max_attempts: int = 3
     seed: int = 0

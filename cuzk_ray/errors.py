@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 
 
+class ProofFailed(RuntimeError):
+    """One or more proofs of a batch failed; the message names them and why."""
+
+
 def user_errors() -> tuple[type, ...]:
     """Exception types that mean bad input or configuration, not a bug."""
-    from .pipeline import ProofFailed
     from .formats.native import KeyBundleError
     from .formats.snarkjs_json import JsonFormatError
     from .r1cs import UnsatisfiedConstraint

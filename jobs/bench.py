@@ -30,38 +30,28 @@ def run(cfg: dict) -> int:
     from cuzk_ray.backends import resolve_backend_name
     from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, partition_records, plot, summarize
     from cuzk_ray.circuits import make_circuit
-    from cuzk_ray.pipeline import ProofFailed, open_engine, stage_table
+    from cuzk_ray.engines import EngineSettings, open_engine
+    from cuzk_ray.engines.report import stage_table
+    from cuzk_ray.errors import ProofFailed
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
     from cuzk_ray.keystore import ensure_dev_key
-    from cuzk_ray.memory import parse_bytes
 
     circuit = make_circuit(cfg["circuit"])
-    resolve_backend_name(cfg["backend"])  # bad settings fail here, before any work
+    settings = EngineSettings.from_config(cfg)  # bad settings fail here, before any work
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
-    if cfg["gpu_concurrency"] < 1:
-        raise ValueError(f"gpu_concurrency={cfg['gpu_concurrency']}: must be at least 1")
     out = Path(cfg["output_dir"])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     pk, cs, key_path, created = ensure_dev_key(circuit, cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     key_s = time.perf_counter() - t0
     print(f"key: {key_path} ({'created' if created else 'cached'}, {key_s:.1f} s)")
-    engine_cls, close = open_engine(cfg["engine"], cfg["ray"])
-    try:
-        with MemorySampler(cfg["sample_s"]) as mem:
-            engine = engine_cls(
-                pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
-                threads=cfg["cpu_threads"], host_budget=parse_bytes(cfg["memory"]["host_budget"]),
-                gpu_workers_per_device=cfg["gpu_workers_per_device"],
-                gpu_concurrency=cfg["gpu_concurrency"], pw_per_gpu=cfg["pw_per_gpu"], max_attempts=cfg["max_attempts"])
-            # warm-up and measured proofs in one run: the pipeline is full when measuring starts
-            batch = engine.run(cfg["warmup"] + cfg["proofs"], seed=cfg["seed"])
-            engine.shutdown()
-        n_devices = None
-        if resolve_backend_name(cfg["backend"]) == "cuda":
-            n_devices = len({g for p in engine.prover_info for g in p.get("gpu_ids", [])}) or 1
-    finally:
-        close()
+    mem = MemorySampler(cfg["sample_s"])
+    with open_engine(settings, pk, cs, circuit, around=mem) as engine:
+        # warm-up and measured proofs in one run: the pipeline is full when measuring starts
+        batch = engine.run(cfg["warmup"] + cfg["proofs"], seed=cfg["seed"])
+    n_devices = None
+    if settings.backend == "cuda":
+        n_devices = len({g for p in engine.prover_info for g in p.get("gpu_ids", [])}) or 1
     if batch.failed:
         raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
     summary = summarize(batch, cfg["proofs"], n_devices, cfg["warmup"])
@@ -89,7 +79,8 @@ def run(cfg: dict) -> int:
          f"{CUZK_PUBLISHED['s_per_proof_isolated']} isolated, {CUZK_PUBLISHED['s_per_proof_pw12']} at pw=12"),
         ("prover busy", f"{summary['prover_busy_fraction']:.0%}", ""),
         ("GPU busy", f"{summary['gpu_busy_fraction']:.0%}" if n_devices else "-", ""),
-        ("peak host (node PSS)", f"{mem.peak_pss / gib:.2f} GiB", f"{CUZK_PUBLISHED['peak_rss_gib_pw12']} GiB RSS at pw=12"),
+        ("peak host (node PSS)", f"{mem.peak_pss / gib:.2f} GiB",
+         f"{CUZK_PUBLISHED['peak_rss_gib_pw12']} GiB RSS at pw=12"),
         ("peak VRAM (device)", f"{(summary.get('vram_peak_bytes') or 0) / gib:.2f} GiB" if n_devices else "-", ""),
         ("all proofs verified", str(summary["all_verified"]), ""),
     ]

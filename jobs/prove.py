@@ -26,53 +26,39 @@ log = logging.getLogger("cuzk_ray.prove")
 
 def run(cfg: dict) -> int:
     from cuzk_ray import outputs
-    from cuzk_ray.circuits import make_circuit
     from cuzk_ray.backends import resolve_backend_name
-    from cuzk_ray.pipeline import (ProofFailed, open_engine, check_budget, partition_host_bytes, proof_index,
-                                   stage_table)
-    from cuzk_ray.memory import parse_bytes
+    from cuzk_ray.circuits import make_circuit
+    from cuzk_ray.engines import EngineSettings, open_engine
+    from cuzk_ray.engines.admission import check_budget, partition_host_bytes
+    from cuzk_ray.engines.report import stage_table
+    from cuzk_ray.errors import ProofFailed
 
     t_start = time.perf_counter()
-    if cfg["engine"] not in ("ray", "local"):  # checked again by open_engine; fail before any work
-        raise ValueError(f"engine={cfg['engine']!r} is not one of ray, local")
+    settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
     if cfg["proofs"] < 1:
         raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
     circuit = make_circuit(cfg["circuit"])
-    budget = parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget")
-    backend = resolve_backend_name(cfg["backend"])  # a bad backend name fails here, before any work
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
-    if cfg["gpu_concurrency"] < 1:
-        raise ValueError(f"gpu_concurrency={cfg['gpu_concurrency']}: must be at least 1")
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
-    check_budget(budget, partition_host_bytes(circuit, pk.domain_size, backend), circuit.circuit_id)
+    check_budget(settings.host_budget, partition_host_bytes(circuit, pk.domain_size, settings.backend),
+                 circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
     out_dir = outputs.begin(cfg["output_dir"])
-    engine_cls, close = open_engine(cfg["engine"], cfg["ray"])
-    try:
-        engine = engine_cls(
-            pk, cs, circuit, backend=cfg["backend"], pw=cfg["pw"], provers=cfg["provers"],
-            threads=cfg["cpu_threads"], host_budget=budget, gpu_workers_per_device=cfg["gpu_workers_per_device"],
-            gpu_concurrency=cfg["gpu_concurrency"], pw_per_gpu=cfg["pw_per_gpu"],
-            max_attempts=cfg["max_attempts"])
+    with open_engine(settings, pk, cs, circuit) as engine:
         print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {proofs} proof(s) x "
               f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
 
         def progress(res, done, total):
             print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
 
-        try:
-            batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
-        finally:
-            engine.shutdown()
-    finally:
-        close()
+        batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
     info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": key_info["key"],
             "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
             "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,
-            "failed": {circuit.proof_label(proof_index(pid)): why for pid, why in batch.failed.items()}}
+            "failed": {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()}}
     complete = not batch.failed
     manifest = (outputs.write_batch(out_dir, pk.vk, batch.results, info, circuit.proof_info, complete)
                 if batch.results else None)

@@ -49,8 +49,8 @@ class LocalCluster:
                                            start_new_session=True))
 
     def alive_nodes(self) -> int:
-        code = ("import ray;ray.init(address='%s',logging_level='ERROR');"
-                "print(sum(n['Alive'] for n in ray.nodes()))" % self.address)
+        code = (f"import ray;ray.init(address='{self.address}',logging_level='ERROR');"
+                "print(sum(n['Alive'] for n in ray.nodes()))")
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=self.env, timeout=60)
         return int(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 and res.stdout.strip() else 0
 

@@ -8,8 +8,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from cluster import LocalCluster, free_port
+
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
 from cuzk_ray.groth16.verifier import verify
 

@@ -9,7 +9,7 @@ import pytest
 import ray
 
 from cuzk_ray.circuits import PorepCircuit
-from cuzk_ray.engine import ProvingEngine
+from cuzk_ray.engines import ProvingEngine
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.groth16.verifier import verify
 
@@ -20,8 +20,8 @@ CIRCUIT = PorepCircuit(constraints=256, partitions=3)
 
 @pytest.fixture(scope="module")
 def ray_local():
-    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1", _node_ip_address="127.0.0.1",
-             runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
+    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1",
+             _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
     yield
     ray.shutdown()
 
@@ -115,7 +115,7 @@ def test_unsatisfied_witness_fails_its_proof_without_retries(ray_local, key):
     def bad_synth(spec):
         from cuzk_ray.circuits import synthesize
 
-        w = synthesize(spec).copy()
+        w = synthesize(spec).limbs.copy()
         if spec["proof"] == 0 and spec["partition"] == 1:
             w[-1, 0] ^= 3  # breaks one constraint
         return w
@@ -148,7 +148,7 @@ def test_named_actors_and_tasks(ray_local, key):
 
 
 def test_local_engine_same_semantics_without_ray(key):
-    from cuzk_ray.pipeline import LocalEngine
+    from cuzk_ray.engines import LocalEngine
 
     pk, cs = key
     engine = LocalEngine(pk, cs, CIRCUIT, backend="cpu")
@@ -156,7 +156,7 @@ def test_local_engine_same_semantics_without_ray(key):
     def bad_synth(spec):
         from cuzk_ray.circuits import synthesize
 
-        w = synthesize(spec).copy()
+        w = synthesize(spec).limbs.copy()
         if spec["proof"] == 1 and spec["partition"] == 0:
             w[-1, 0] ^= 3
         return w
@@ -172,7 +172,7 @@ def test_local_engine_same_semantics_without_ray(key):
 def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch):
     """An actor whose constructor fails (here: the key does not fit, as GpuKey reports it) ends
     the engine's start with one RuntimeError naming the cause, not a Ray traceback."""
-    import cuzk_ray.engine as engine_mod
+    import cuzk_ray.engines.ray_executor as engine_mod
 
     class FailingProver:
         def __init__(self, *args):

@@ -4,7 +4,7 @@ import pytest
 import ray
 
 from cuzk_ray.circuits import PorepCircuit
-from cuzk_ray.engine import ProvingEngine
+from cuzk_ray.engines import ProvingEngine
 from cuzk_ray.groth16.setup import dev_setup
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

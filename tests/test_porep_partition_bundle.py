@@ -3,8 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from cuzk_ray.circuits import PorepCircuit, make_circuit, synthesize as synth_spec
+from cuzk_ray.circuits import PorepCircuit, make_circuit
+from cuzk_ray.circuits import synthesize as synth_spec
 from cuzk_ray.circuits.porep import PorepLayout, build_circuit, public_inputs, synthesize
+from cuzk_ray.field import FrVector
 from cuzk_ray.formats.native import KeyBundleError, load_bundle, save_bundle
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.partition import Partition, from_record_batch, to_record_batch
@@ -56,7 +58,9 @@ def test_porep_config_errors():
 
 def test_circuit_spec_round_trip():
     c = PorepCircuit(constraints=256, partitions=2)
-    w = synth_spec(c.synth_spec(seed=1, proof=0, partition=1))
+    v = synth_spec(c.synth_spec(seed=1, proof=0, partition=1))
+    assert isinstance(v, FrVector)  # synthesis hands the engine a checked field vector
+    w = v.limbs
     c.build().check(w)
     assert c.witness_bytes() == w.nbytes
     assert public_inputs(w, 4) == [int(x) for x in public_inputs(w, 4)]
@@ -64,14 +68,14 @@ def test_circuit_spec_round_trip():
 
 def test_partition_arrow_round_trip_is_zero_copy():
     w = synthesize(256)
-    batch = to_record_batch(Partition("proof-007", 3, "porep-x", w, {"synthesis_node": "n1"}))
+    batch = to_record_batch(Partition("proof-007", 3, "porep-x", FrVector(w), {"synthesis_node": "n1"}))
     back = from_record_batch(batch)
     assert (back.proof_id, back.partition, back.circuit_id) == ("proof-007", 3, "porep-x")
     assert back.extra == {"synthesis_node": "n1"}
-    assert np.array_equal(back.witness, w) and np.shares_memory(back.witness, w)
+    assert np.array_equal(back.witness.limbs, w) and np.shares_memory(back.witness.limbs, w)
     assert batch.schema.field("witness").type.byte_width == 32
     sliced = from_record_batch(batch.slice(0, 10).replace_schema_metadata({**batch.schema.metadata, b"n_wires": b"10"}))
-    assert np.array_equal(sliced.witness, w[:10])
+    assert np.array_equal(sliced.witness.limbs, w[:10])
 
 
 @pytest.fixture(scope="module")

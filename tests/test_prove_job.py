@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import snarkjs_verify
 
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
 from cuzk_ray.groth16.verifier import verify
-
-from conftest import snarkjs_verify
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -126,4 +125,5 @@ def test_local_engine_writes_the_same_contract(tmp_path, cache_dir, snarkjs):
         ("proof-000", 0), ("proof-000", 1), ("proof-001", 0), ("proof-001", 1)]
     assert {e["prover_node"] for e in entries} == {"local"}
     res = run_job("engine=spark", f"output_dir={tmp_path / 'o2'}", f"cache_dir={cache_dir}")
-    assert res.returncode == 2 and res.stderr.strip().splitlines()[-1] == "error: engine='spark' is not one of ray, local"
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == "error: engine='spark' is not one of ray, local"

@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from ..field import FrVector, checked_fr
 from . import porep
 
 
@@ -25,7 +24,7 @@ class PorepCircuit:
     local_files = False
 
     @classmethod
-    def from_config(cls, c: dict) -> "PorepCircuit":
+    def from_config(cls, c: dict) -> PorepCircuit:
         fields = ("constraints", "public", "field_share", "circuit_seed", "partitions")
         out = cls(**{k: c[k] for k in fields if k in c})
         if out.partitions < 1:
@@ -58,8 +57,8 @@ class PorepCircuit:
     def witness_bytes(self) -> int:
         return porep.PorepLayout.make(self.constraints, self.public, self.field_share).n_wires * 32
 
-
     def proof_label(self, proof: int) -> str:
+        """How errors name the proof-th proof."""
         return f"proof-{proof:03d}"
 
     def proof_info(self, proof: int) -> dict:
@@ -82,7 +81,7 @@ class SnarkjsCircuit:
     local_files = True
 
     @classmethod
-    def from_config(cls, c: dict) -> "SnarkjsCircuit":
+    def from_config(cls, c: dict) -> SnarkjsCircuit:
         if not c.get("zkey"):
             raise ValueError("circuit=snarkjs needs circuit.zkey=PATH (a Groth16 BLS12-381 .zkey)")
         witness = c.get("witness") or []
@@ -128,15 +127,18 @@ class SnarkjsCircuit:
         return {"witness": self.witness[proof]}
 
 
-def synthesize(spec: dict) -> np.ndarray:
-    """Witness limbs for a synthesis spec made by a circuit's ``synth_spec``."""
+def synthesize(spec: dict) -> FrVector:
+    """The witness for a synthesis spec made by a circuit's ``synth_spec`` (a plain dict: what Ray
+    tasks receive). Checked here, once: porep values are reduced by construction, a .wtns file is
+    range-checked by its reader."""
     if spec["kind"] == "porep":
-        return porep.synthesize(spec["constraints"], spec["public"], spec["field_share"],
-                                spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"])
+        limbs = porep.synthesize(spec["constraints"], spec["public"], spec["field_share"],
+                                 spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"])
+        return limbs if isinstance(limbs, FrVector) else FrVector(limbs)  # (porep may hand back an FrVector itself)
     if spec["kind"] == "wtns":
         from ..formats.snarkjs import read_wtns
 
-        return read_wtns(spec["path"], spec["n_wires"])
+        return checked_fr(read_wtns(spec["path"], spec["n_wires"]), spec["path"])  # passes an FrVector through
     raise ValueError(f"unknown circuit kind {spec['kind']!r}")
 
 

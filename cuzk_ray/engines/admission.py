@@ -1,0 +1,83 @@
+"""Admission control: what a partition in flight costs the host, and the budget the scheduler
+reserves it against. Ray's ``memory=`` is admission control only (nothing stops a task from
+using more), so the scheduler reserves each partition's estimated bytes here before it submits
+the partition and releases them when the partition comes back; ``peak`` and ``violations`` make
+the accounting checkable."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1000, "kib": 1 << 10, "m": 1 << 20, "mb": 10**6, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 10**9, "gib": 1 << 30, "t": 1 << 40, "tb": 10**12, "tib": 1 << 40}
+
+INT_BYTES = 72  # a reduced Fr value as a Python int in an object array: 8 B pointer + ~60 B object
+
+
+def parse_bytes(value, field: str = "memory") -> int | None:
+    """'64GiB', '500MB', 1234 or None (no limit) -> bytes."""
+    if value is None or isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"{field}={value!r}: expected a size such as 64GiB, 500MB or a number of bytes")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def partition_host_bytes(circuit, domain_size: int | None = None, backend: str = "cpu") -> int:
+    """Estimated peak host bytes of one partition in flight. An estimate for admission control,
+    not a measurement.
+
+    cpu: the witness as limbs (the Arrow batch in the object store) and as ints, a, b, c as ints
+    and h as limbs. cuda: a, b, c and h live in VRAM; the host holds the witness limbs twice
+    (the Arrow batch and its pinned staging copy)."""
+    domain = domain_size or circuit.domain_size()
+    wires = circuit.witness_bytes() // 32
+    if backend == "cuda":
+        return wires * 64
+    return wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
+
+
+def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> None:
+    """Refuse a budget that cannot hold even one partition (one line: need vs have)."""
+    if host_budget is not None and host_budget < part_bytes:
+        raise ValueError(f"memory.host_budget={host_budget} B is below one partition "
+                         f"({part_bytes} B for {circuit_id})")
+
+
+def bounded_pw(pw: int, host_budget: int | None, part_bytes: int) -> int:
+    """Partitions in flight: at least 1, and no more than the budget holds."""
+    pw = max(1, int(pw))
+    return pw if host_budget is None else min(pw, host_budget // part_bytes)
+
+
+class HostBudget:
+    """Counts bytes reserved by in-flight partitions against a limit (None = unlimited)."""
+
+    def __init__(self, limit: int | None):
+        self.limit = limit
+        self.reserved = 0
+        self.peak = 0
+        self.violations = 0
+        self._lock = threading.Lock()
+
+    def fits(self, nbytes: int) -> bool:
+        """Whether ``nbytes`` more stay within the limit."""
+        return self.limit is None or self.reserved + nbytes <= self.limit
+
+    def reserve(self, nbytes: int) -> None:
+        """Count ``nbytes`` as in use; the caller checked fits() first (else: a bug, counted)."""
+        with self._lock:
+            if not self.fits(nbytes):
+                self.violations += 1
+                raise AssertionError(f"host budget: reserving {nbytes} B would exceed {self.limit} B "
+                                     f"({self.reserved} B reserved)")
+            self.reserved += nbytes
+            self.peak = max(self.peak, self.reserved)
+
+    def release(self, nbytes: int) -> None:
+        """Give back bytes reserved earlier."""
+        with self._lock:
+            self.reserved -= nbytes
+            assert self.reserved >= 0, "host budget released more than it reserved"

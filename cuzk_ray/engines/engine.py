@@ -1,0 +1,107 @@
+"""An engine = the scheduler + an executor (local or Ray), for one circuit and key; and
+``open_engine``, the one wiring from settings to a running engine that every job uses.
+
+``ProvingEngine`` (Ray) and ``LocalEngine`` (in-process) are the same Engine built from keyword
+settings; ``Engine.run`` proves a batch and returns its BatchResult."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager, nullcontext
+
+from .admission import HostBudget, bounded_pw, check_budget, partition_host_bytes
+from .scheduler import Progress, Scheduler
+from .settings import EngineSettings
+from .types import BatchResult
+
+
+class Engine:
+    """Proves proofs of ``circuit`` with key ``pk`` as ``settings`` say (engine=ray|local)."""
+
+    def __init__(self, settings: EngineSettings, pk, cs, circuit):
+        self.settings, self.circuit, self.pk = settings, circuit, pk
+        self.backend = settings.backend
+        self.part_bytes = partition_host_bytes(circuit, pk.domain_size, settings.backend)
+        check_budget(settings.host_budget, self.part_bytes, circuit.circuit_id)
+        self.budget = HostBudget(settings.host_budget)
+        self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
+        self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
+        self.scheduler = Scheduler(self.executor, pk.vk, circuit, self.part_bytes, self.budget, self.pw,
+                                   settings.max_attempts)
+
+    @property
+    def provers(self) -> list:
+        return self.executor.provers
+
+    @property
+    def prover_info(self) -> list[dict]:
+        return self.executor.prover_info
+
+    def run(self, proofs: int, seed: int = 0, progress: Progress | None = None, synth_fn=None) -> BatchResult:
+        """Prove ``proofs`` proofs of circuit.partitions partitions each; every partition verified.
+
+        ``progress(result, done, total)`` is called after each verified partition.
+        ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures)."""
+        t0 = time.perf_counter()
+        self.scheduler.reset_peak()
+        ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in range(proofs)]
+        self.scheduler.run_until(ids, progress)
+        batch = self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)
+        for pid in ids:
+            self.scheduler.forget(pid)
+        return batch
+
+    def shutdown(self) -> None:
+        """Stop the provers."""
+        self.executor.shutdown()
+
+
+class ProvingEngine(Engine):
+    """The Ray engine from keyword settings (see EngineSettings; ``threads`` is cpu_threads)."""
+
+    def __init__(self, pk, cs, circuit, backend: str = "auto", pw: int | None = 2, threads: int = 2, **settings):
+        super().__init__(EngineSettings(engine="ray", backend=backend, pw=pw, cpu_threads=threads, **settings),
+                         pk, cs, circuit)
+
+
+class LocalEngine(Engine):
+    """The in-process engine from keyword settings (no Ray; one partition at a time)."""
+
+    def __init__(self, pk, cs, circuit, backend: str = "auto", threads: int = 2, **settings):
+        super().__init__(EngineSettings(engine="local", backend=backend, cpu_threads=threads, **settings),
+                         pk, cs, circuit)
+
+
+def _make_executor(settings: EngineSettings, pk, cs, circuit, part_bytes: int):
+    if settings.engine == "local":
+        from .local import LocalExecutor
+
+        return LocalExecutor(settings, pk, cs, circuit)
+    from .ray_executor import RayExecutor
+
+    return RayExecutor(settings, pk, cs, circuit, part_bytes)
+
+
+@contextmanager
+def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
+    """A running Engine for the job, shut down on exit. For engine=ray, Ray is started or
+    connected first (imported only then: a local run does not pay for it) and shut down on exit
+    if this call started it. ``around``: a context manager entered once Ray is up and held over
+    the engine's whole life (jobs/bench.py's memory sampler)."""
+    started = False
+    if settings.engine == "ray":
+        from .ray_executor import init_ray
+
+        started = init_ray(settings.ray)
+    try:
+        with around if around is not None else nullcontext():
+            engine = Engine(settings, pk, cs, circuit)
+            try:
+                yield engine
+            finally:
+                engine.shutdown()
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()

@@ -1,0 +1,57 @@
+"""The in-process executor: no Ray. A submitted work item runs (synthesis, then proving) when the
+scheduler asks for the next completion, one partition at a time. For a single small job Ray's
+start-up (seconds) would dominate; results and failure semantics are the Ray executor's."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+
+from ..partition import Partition
+from .metrics import Metrics
+from .types import Completion, PartitionOutcome, WorkItem
+from .worker import PartitionProver, synthesize_witness
+
+
+class LocalExecutor:
+    """One PartitionProver in this process; pw is always 1."""
+
+    def __init__(self, settings, pk, cs, circuit):
+        self.circuit_id = circuit.circuit_id
+        self.worker = PartitionProver(settings.backend, pk, cs, threads=settings.cpu_threads)
+        self.provers = [self.worker]
+        self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name}]
+        self.metrics = Metrics()
+        self._queue: deque[tuple[WorkItem, dict]] = deque()
+
+    def pw(self, requested: int | None) -> int:
+        """One partition at a time, whatever was asked."""
+        return 1
+
+    def submit(self, work: WorkItem, spec: dict) -> None:
+        """Queue ``work``; it runs in next_completion."""
+        work.prover = 0
+        self._queue.append((work, spec))
+
+    def next_completion(self, timeout: float | None = None) -> Completion | None:
+        """Run the oldest submitted work item now (``timeout`` does not apply: it runs here)."""
+        if not self._queue:
+            return None
+        work, spec = self._queue.popleft()
+        try:
+            return Completion(work, self._prove(work, spec))
+        except Exception as e:  # noqa: BLE001  as on Ray: this attempt fails, the scheduler decides
+            return Completion(work, error=f"{type(e).__name__}: {e}")
+
+    def _prove(self, work: WorkItem, spec: dict) -> PartitionOutcome:
+        t0 = time.perf_counter()
+        witness = synthesize_witness(spec, work.proof.synth_fn)
+        synth_s = time.perf_counter() - t0
+        out = self.worker.prove(Partition(work.proof_id, work.partition, self.circuit_id, witness))
+        out.times["synthesis"] = synth_s
+        out.synthesis_node = out.prover_node = "local"
+        return out
+
+    def shutdown(self) -> None:
+        """Nothing to stop."""

@@ -1,0 +1,178 @@
+"""The Ray executor: a synthesis task per partition feeding prover actors.
+
+    synth:<proof>:<partition>  Ray task (CPU, memory=, spread over nodes) -> Arrow RecordBatch
+    <Cpu|Gpu>Prover.prove      Ray actor (least loaded)                  -> PartitionOutcome
+
+It only submits and reports completions; ordering, retries, budgets and verification are the
+scheduler's. Tasks receive plain dicts and ObjectRefs only (never OmegaConf objects or big values).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from ..backends import cuda_backend_class
+from ..partition import Partition, to_record_batch
+from .actors import CpuProver, GpuProver
+from .metrics import RayMetrics
+from .types import Completion, WorkItem
+from .worker import synthesize_witness
+
+READY_TIMEOUT_S = 600
+
+
+def init_ray(ray_cfg: dict) -> bool:
+    """Connect to ``ray.address`` / RAY_ADDRESS when given, else start an embedded Ray bound to
+    127.0.0.1. Returns True when this call started or connected Ray (so the caller shuts it down)."""
+    if ray.is_initialized():
+        return False
+    kwargs = {"logging_level": logging.WARNING, "log_to_driver": True}
+    if ray_cfg.get("ship_package", True):
+        # Workers on other nodes (or without the package installed) import cuzk_ray from here.
+        import cuzk_ray
+
+        kwargs["runtime_env"] = {"py_modules": [os.path.dirname(cuzk_ray.__file__)]}
+    address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(address="local", num_cpus=ray_cfg.get("num_cpus"), num_gpus=ray_cfg.get("num_gpus"),
+                 include_dashboard=bool(ray_cfg.get("dashboard", False)), dashboard_host="127.0.0.1",
+                 _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"), **kwargs)
+    return True
+
+
+@ray.remote(num_cpus=1)
+def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None):
+    """The partition's witness as an Arrow batch, with where and how long synthesis ran."""
+    t0, w0 = time.perf_counter(), time.time()
+    witness = synthesize_witness(spec, synth_fn)
+    extra = {"synthesis_node": ray.get_runtime_context().get_node_id(),
+             "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
+             "synthesis_pid": str(os.getpid())}
+    return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
+
+
+class RayExecutor:
+    """Prover actors placed on the cluster (key and matrices put in the object store once)."""
+
+    def __init__(self, settings, pk, cs, circuit, part_bytes: int):
+        self.settings, self.circuit, self.part_bytes = settings, circuit, part_bytes
+        self.metrics = RayMetrics(circuit.circuit_id)
+        pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
+        self._key_refs = (pk_ref, cs_ref)  # held for the executor's life: a restarted actor needs them
+        self.provers, self.prover_info = start_provers(settings, pk_ref, cs_ref, tag=f"{os.getpid()}-{id(self):x}")
+        self.load = [0] * len(self.provers)
+        self._in_flight: dict = {}  # ObjectRef of the proof -> WorkItem
+        # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
+        self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+                                if circuit.local_files else "SPREAD")
+
+    def pw(self, requested: int | None) -> int:
+        """``requested``, or by default 2 for CPU provers and pw_per_gpu x GPUs for GPU provers
+        (enough per GPU to keep synthesis ahead of the device)."""
+        if requested is not None:
+            return requested
+        if self.settings.prover_placement != "gpu":
+            return 2
+        return int(self.settings.pw_per_gpu) * max(1, int(ray.cluster_resources().get("GPU", 0)))
+
+    def submit(self, work: WorkItem, spec: dict) -> None:
+        """Synthesis task, then the least-loaded prover on its output."""
+        batch = synthesize_partition.options(
+            name=f"synth:{work.proof_id}:{work.partition}", memory=self.part_bytes,
+            scheduling_strategy=self._synth_strategy).remote(spec, work.proof_id, self.circuit.circuit_id,
+                                                             work.proof.synth_fn)
+        work.prover = int(np.argmin(self.load))
+        self.load[work.prover] += 1
+        self._in_flight[self.provers[work.prover].prove.remote(batch)] = work
+
+    def next_completion(self, timeout: float | None = None) -> Completion | None:
+        """The first proof to come back, or why its attempt failed (actor died, task raised)."""
+        if not self._in_flight:
+            return None
+        ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=timeout)
+        if not ready:
+            return None
+        work = self._in_flight.pop(ready[0])
+        self.load[work.prover] -= 1
+        try:
+            return Completion(work, ray.get(ready[0]))
+        except (ray.exceptions.RayError, ValueError) as e:  # actor died, task raised, object lost
+            return Completion(work, error=_short(e))
+
+    def shutdown(self) -> None:
+        """Kill the prover actors (no restart)."""
+        for a in self.provers:
+            ray.kill(a, no_restart=True)
+
+
+def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]:
+    """Create the prover actors and wait until each is ready (key resident, kernels warm):
+    (actor handles, their ready() info). One clear RuntimeError when they cannot start."""
+    cls, placements = _placements(settings)
+    actors = [ray.remote(cls).options(name=f"{cls.__name__}-{i}-{tag}", **p).remote(
+        settings.backend, pk_ref, cs_ref, settings.cpu_threads) for i, p in enumerate(placements)]
+    try:
+        info = ray.get([a.ready.remote() for a in actors], timeout=READY_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster short "
+                           f"of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)") from None
+    except ray.exceptions.RayActorError as e:  # e.g. the key or matrices do not fit in VRAM
+        for a in actors:
+            ray.kill(a, no_restart=True)
+        raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
+    return actors, info
+
+
+def _placements(settings) -> tuple[type, list[dict]]:
+    """The prover class and each actor's options: GPU provers one per GPU x
+    gpu_workers_per_device (num_cpus=0); CPU provers one per node, round-robin beyond."""
+    opts = {"max_restarts": settings.max_restarts, "max_task_retries": 0}  # the scheduler re-runs partitions
+    if settings.prover_placement == "gpu":
+        n_gpus = _gpus_for(settings.backend)
+        gpw = max(1, int(settings.gpu_workers_per_device))
+        # max_concurrency: partitions on threads of one actor, so one's upload, host work and
+        # assembly overlap another's kernels (the backend runs one partition's kernels at a time).
+        one = dict(opts, num_gpus=1.0 / gpw, num_cpus=0, max_concurrency=settings.gpu_concurrency)
+        return GpuProver, [one] * (settings.provers or n_gpus * gpw)
+    nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+    count = settings.provers or len(nodes)
+    return CpuProver, [dict(opts, num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(
+        nodes[i % len(nodes)]["NodeID"], soft=True)) for i in range(count)]
+
+
+def _gpus_for(backend: str) -> int:
+    """The cluster's GPU count, or one line saying why GPU provers cannot run."""
+    n_gpus = int(ray.cluster_resources().get("GPU", 0))
+    if backend == "cuda" and cuda_backend_class() is None:
+        raise RuntimeError("backend=cuda: the CUDA proving backend is not available in this build; "
+                           "use backend=cpu (or backend=auto)")
+    if n_gpus == 0:
+        raise RuntimeError(f"backend={backend}: the Ray cluster has no GPUs; use backend=cpu or add GPU nodes")
+    return n_gpus
+
+
+def _start_error(e: BaseException) -> str:
+    """The error an actor's constructor raised (MemoryError: GPU memory ...), from Ray's report."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    for ln in reversed(lines):  # the remote traceback ends with "<Type>: <message>"
+        head = ln.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and " " not in head:
+            return ln[:300]
+    return _short(e)
+
+
+def _short(e: BaseException) -> str:
+    """The last meaningful line of a (possibly remote) exception."""
+    cause = getattr(e, "cause", None)
+    if cause is not None and not isinstance(cause, ray.exceptions.RayError):
+        return f"{type(cause).__name__}: {cause}"
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:300]

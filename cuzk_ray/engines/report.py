@@ -1,0 +1,21 @@
+"""What the jobs print about a batch: the per-stage table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .types import PartitionResult
+
+STAGES = ["synthesis", "upload", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
+          "assemble", "gpu", "prove_total", "verify"]
+
+
+def stage_table(results: list[PartitionResult], wall_s: float) -> str:
+    """Per-stage median and total seconds over the partitions, then the wall time."""
+    lines = [f"{'stage':<12}{'median s':>10}{'total s':>10}"]
+    for st in STAGES:
+        vals = [r.times[st] for r in results if st in r.times and np.isfinite(r.times[st])]
+        if vals:
+            lines.append(f"{st:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}")
+    lines.append(f"{'wall':<12}{'':>10}{wall_s:>10.3f}   ({len(results)} partitions)")
+    return "\n".join(lines)

@@ -1,0 +1,278 @@
+"""The one scheduling loop, over any executor (in-process or Ray):
+
+    add(proof) -> its partitions join a heap: priority, then oldest proof, then lowest partition
+    step():  submit from the heap while fewer than ``pw`` are in flight and the host budget holds
+             one more partition (reserve its bytes; Ray does not enforce memory=), then take one
+             completion from the executor: release its bytes; a failed attempt is retried up to
+             ``max_attempts`` (back into the heap, in its place); an outcome is verified (pairing
+             check, timed as "verify"); a partition that keeps failing, or whose proof does not
+             verify, fails its proof while the others go on
+    run_until(ids): step until those proofs are done, failed or cancelled (the batch job)
+
+The service drives the same object: ``add`` / ``cancel`` / ``status`` / ``results`` from its
+request handlers, ``step(timeout)`` from one loop thread. Every method takes the scheduler's
+lock except the executor's wait, so handlers answer while a partition is being proved.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from ..groth16.verifier import verify
+from .admission import HostBudget
+from .metrics import Metrics
+from .types import (
+    BatchResult,
+    Completion,
+    PartitionResult,
+    Priority,
+    ProofId,
+    ProofNotDone,
+    ProofRequest,
+    ProofState,
+    ProofStatus,
+    SchedulerStatus,
+    WorkItem,
+    batch_proof_id,
+)
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[PartitionResult, int, int], None]  # (result, done, total)
+
+
+class Executor(Protocol):
+    """Runs work items (synthesis, then proving of one partition) and reports completions."""
+
+    provers: list
+    prover_info: list[dict]
+    metrics: Metrics
+
+    def pw(self, requested: int | None) -> int:
+        """Partitions in flight it takes: ``requested``, or its default for None."""
+
+    def submit(self, work: WorkItem, spec: dict) -> None:
+        """Start ``work`` (``spec``: the circuit's synthesis spec for it); sets ``work.prover``."""
+
+    def next_completion(self, timeout: float | None = None) -> Completion | None:
+        """The next finished work item (None when none finished within ``timeout``)."""
+
+    def shutdown(self) -> None:
+        """Stop the provers."""
+
+
+class _Proof:
+    """A proof's mutable state (this module's own)."""
+
+    def __init__(self, request: ProofRequest, partitions: int):
+        self.request, self.partitions = request, partitions
+        self.results: list[PartitionResult] = []
+        self.state = ProofState.QUEUED
+        self.error: str | None = None
+        self.retries = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (ProofState.DONE, ProofState.FAILED, ProofState.CANCELLED)
+
+    def fail(self, why: str) -> None:
+        if not self.finished:
+            self.state, self.error = ProofState.FAILED, why
+
+
+class Scheduler:
+    """Proves partitions of one circuit's proofs with one key, through ``executor``."""
+
+    def __init__(self, executor: Executor, vk, circuit, part_bytes: int, budget: HostBudget, pw: int,
+                 max_attempts: int):
+        self.executor, self.vk, self.circuit = executor, vk, circuit
+        self.part_bytes, self.budget, self.pw, self.max_attempts = part_bytes, budget, pw, max_attempts
+        self.metrics = executor.metrics
+        self.max_in_flight = 0  # the most partitions in flight at once since reset_peak()
+        self._proofs: dict[ProofId, _Proof] = {}
+        self._queue: list[WorkItem] = []
+        self._in_flight = 0
+        self._seq = 0
+        self._lock = threading.RLock()
+
+    # -- what the service and the jobs call ----------------------------------------------------
+
+    def add(self, index: int, seed: int = 0, priority: Priority = Priority.NORMAL, proof_id: ProofId | None = None,
+            synth_fn=None) -> ProofId:
+        """Queue the index-th proof of the circuit (witness ``seed``); returns its id (default
+        "proof-<index>"). ``synth_fn(spec)`` replaces the circuit's synthesis for this proof."""
+        pid = batch_proof_id(index) if proof_id is None else proof_id
+        with self._lock:
+            if pid in self._proofs:
+                raise ValueError(f"proof id {pid!r} is already scheduled")
+            request = ProofRequest(pid, index, seed, Priority(priority), self._seq, synth_fn)
+            self._seq += 1
+            self._proofs[pid] = _Proof(request, self.circuit.partitions)
+            for k in range(self.circuit.partitions):
+                heapq.heappush(self._queue, WorkItem(request, k))
+        return pid
+
+    def cancel(self, proof_id: ProofId) -> ProofState:
+        """Cancel a queued or running proof: its queued partitions are dropped, the ones in flight
+        are discarded when they come back. A finished proof keeps its state; returns the state."""
+        with self._lock:
+            proof = self._get(proof_id)
+            if not proof.finished:
+                proof.state = ProofState.CANCELLED
+            return proof.state
+
+    def status(self, proof_id: ProofId) -> ProofStatus:
+        """Where one proof stands (KeyError for an unknown id)."""
+        with self._lock:
+            p = self._get(proof_id)
+            timings: dict[str, float] = {}
+            for r in p.results:
+                for st, sec in r.times.items():
+                    timings[st] = timings.get(st, 0.0) + sec
+            return ProofStatus(proof_id, p.state, p.request.priority, p.partitions, len(p.results), timings, p.error)
+
+    def summary(self) -> SchedulerStatus:
+        """Proofs by state, queued partitions by priority, partitions in flight, host bytes in use."""
+        with self._lock:
+            by_state = {s.value: 0 for s in ProofState}
+            for p in self._proofs.values():
+                by_state[p.state.value] += 1
+            queued = {pr.name.lower(): 0 for pr in Priority}
+            for w in self._queue:
+                if not self._proofs[w.proof_id].finished:
+                    queued[w.proof.priority.name.lower()] += 1
+            return SchedulerStatus(by_state, queued, self._in_flight, self.budget.reserved, self.budget.limit)
+
+    def results(self, proof_id: ProofId) -> list[PartitionResult]:
+        """The verified partitions of a done proof, in partition order (ProofNotDone otherwise)."""
+        with self._lock:
+            p = self._get(proof_id)
+            if p.state is not ProofState.DONE:
+                raise ProofNotDone(f"{proof_id} is {p.state.value}")
+            return sorted(p.results, key=lambda r: r.partition)
+
+    def forget(self, proof_id: ProofId) -> None:
+        """Drop a finished proof's state and results (the service, once they are stored)."""
+        with self._lock:
+            if not self._get(proof_id).finished:
+                raise ValueError(f"{proof_id} is not finished")
+            del self._proofs[proof_id]
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued that can run and nothing in flight."""
+        with self._lock:
+            return self._in_flight == 0 and not any(not self._proofs[w.proof_id].finished for w in self._queue)
+
+    def step(self, timeout: float | None = None) -> PartitionResult | None:
+        """Submit what fits, then settle one completion; returns the partition it verified, if any."""
+        with self._lock:
+            self._admit()
+            if self._in_flight == 0:
+                return None
+        done = self.executor.next_completion(timeout)
+        if done is None:
+            return None
+        with self._lock:
+            return self._settle(done)
+
+    def run_until(self, proof_ids: Iterable[ProofId], progress: Progress | None = None) -> None:
+        """Step until every proof in ``proof_ids`` is done, failed or cancelled.
+        ``progress(result, done, total)`` is called after each verified partition of them."""
+        ids = set(proof_ids)
+        total = sum(self._get(p).partitions for p in ids)
+        n_done = 0
+        while not all(self._get(p).finished for p in ids) and not self.idle:
+            res = self.step()
+            if res is not None and res.proof_id in ids:
+                n_done += 1
+                if progress:
+                    progress(res, n_done, total)
+        self.metrics.in_flight(self._in_flight)
+        self.metrics.host_bytes(self.budget.reserved)
+
+    def batch(self, proof_ids: Iterable[ProofId], wall_s: float, provers: list[dict]) -> BatchResult:
+        """The BatchResult of finished proofs: the partitions of the done ones sorted by (proof,
+        partition), why each failed one failed."""
+        with self._lock:
+            proofs = [self._get(p) for p in proof_ids]
+            results = sorted((r for p in proofs if p.state is ProofState.DONE for r in p.results),
+                             key=lambda r: (r.proof_id, r.partition))
+            failed = {p.request.id: p.error for p in proofs if p.state is ProofState.FAILED}
+            return BatchResult(results, failed, wall_s, provers, self.max_in_flight, self.part_bytes,
+                               self.budget.limit, self.budget.peak, sum(p.retries for p in proofs),
+                               {p.request.id: p.request.index for p in proofs})
+
+    def reset_peak(self) -> None:
+        """Start counting max_in_flight afresh (each batch reports its own)."""
+        with self._lock:
+            self.max_in_flight = self._in_flight
+
+    # -- the loop's two halves -----------------------------------------------------------------
+
+    def _get(self, proof_id: ProofId) -> _Proof:
+        try:
+            return self._proofs[proof_id]
+        except KeyError:
+            raise KeyError(f"unknown proof id {proof_id!r}") from None
+
+    def _admit(self) -> None:
+        while self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes):
+            work = heapq.heappop(self._queue)
+            proof = self._proofs.get(work.proof_id)
+            if proof is None or proof.finished:
+                continue
+            self.budget.reserve(self.part_bytes)
+            spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
+            self.executor.submit(work, spec)
+            proof.state = ProofState.RUNNING
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        self.metrics.in_flight(self._in_flight)
+        self.metrics.host_bytes(self.budget.reserved)
+
+    def _settle(self, done: Completion) -> PartitionResult | None:
+        work = done.work
+        self._in_flight -= 1
+        self.budget.release(self.part_bytes)
+        proof = self._proofs.get(work.proof_id)
+        if proof is None or proof.state is ProofState.CANCELLED:
+            return None
+        if done.error is not None:
+            self._retry_or_fail(proof, work, done.error)
+            return None
+        res = self._verified(done)
+        if res is None:
+            proof.fail(f"partition {work.partition}: the proof does not verify "
+                       f"(does the witness satisfy the circuit?)")
+            return None
+        self.metrics.partition_done(res.times)
+        proof.results.append(res)
+        if len(proof.results) == proof.partitions and not proof.finished:
+            proof.state = ProofState.DONE
+            self.metrics.proof_done()
+        return res
+
+    def _retry_or_fail(self, proof: _Proof, work: WorkItem, reason: str) -> None:
+        self.metrics.partition_failed()
+        work.attempts += 1
+        if work.attempts < self.max_attempts:  # (a failed proof's retry is dropped when popped)
+            proof.retries += 1
+            log.warning("%s partition %d: attempt %d failed (%s); retrying", work.proof_id, work.partition,
+                        work.attempts, reason)
+            heapq.heappush(self._queue, work)
+        else:
+            proof.fail(f"partition {work.partition} failed {work.attempts} times: {reason}")
+
+    def _verified(self, done: Completion) -> PartitionResult | None:
+        """The partition's result after a pairing check (timed as "verify"), or None if it fails."""
+        out = done.outcome
+        t0 = time.perf_counter()
+        ok = verify(self.vk, out.public, out.proof)
+        out.times["verify"] = time.perf_counter() - t0
+        return PartitionResult.verified_from(out, done.work) if ok else None

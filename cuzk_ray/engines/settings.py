@@ -1,0 +1,64 @@
+"""Engine settings: built from the job's config once and validated there, before any work (every
+later piece trusts them). Plain values only: they travel to Ray tasks and actors as they are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..backends import resolve_backend_name
+from .admission import parse_bytes
+
+ENGINES = ("ray", "local")
+PLACEMENTS = ("auto", "gpu", "cpu")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How proofs are run. ``backend`` is stored resolved ("auto" -> "cpu" | "cuda").
+
+    engine: ray (embedded or the cluster at ray.address) | local (this process, no Ray).
+    pw: partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU provers.
+    provers: prover actors (None: one per GPU x gpu_workers_per_device, or one CPU prover per node).
+    placement: where prover actors go: gpu (one per GPU), cpu (one per node), auto (follows the
+    backend); placement=gpu with backend=cpu exercises GPU placement on Ray logical GPUs.
+    gpu_concurrency: partitions one GPU prover works on at once (threads of the actor)."""
+
+    engine: str = "ray"
+    backend: str = "auto"
+    pw: int | None = None
+    pw_per_gpu: int = 8
+    provers: int | None = None
+    cpu_threads: int = 2
+    host_budget: int | None = None
+    gpu_workers_per_device: int = 1
+    gpu_concurrency: int = 2
+    max_attempts: int = 3
+    max_restarts: int = 3
+    placement: str = "auto"
+    ray: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine={self.engine!r} is not one of {', '.join(ENGINES)}")
+        object.__setattr__(self, "backend", resolve_backend_name(self.backend))
+        if int(self.gpu_concurrency) < 1:
+            raise ValueError(f"gpu_concurrency={self.gpu_concurrency}: must be at least 1")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement={self.placement!r} is not one of {', '.join(PLACEMENTS)}")
+        object.__setattr__(self, "max_attempts", max(1, int(self.max_attempts)))
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> EngineSettings:
+        """From the job's config (a plain dict: OmegaConf.to_container of conf/config.yaml)."""
+        return cls(engine=cfg["engine"], backend=cfg["backend"], pw=cfg["pw"], pw_per_gpu=cfg["pw_per_gpu"],
+                   provers=cfg["provers"], cpu_threads=cfg["cpu_threads"],
+                   host_budget=parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget"),
+                   gpu_workers_per_device=cfg["gpu_workers_per_device"], gpu_concurrency=cfg["gpu_concurrency"],
+                   max_attempts=cfg["max_attempts"], ray=dict(cfg.get("ray") or {}))
+
+    @property
+    def prover_placement(self) -> str:
+        """"gpu" or "cpu": where prover actors go ("auto" follows the backend)."""
+        if self.placement != "auto":
+            return self.placement
+        return "gpu" if self.backend == "cuda" else "cpu"

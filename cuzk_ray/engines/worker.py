@@ -1,0 +1,60 @@
+"""The per-partition steps, free of Ray (the local executor calls them in-process, the actors in
+cuzk_ray.engines.actors and the Ray synthesis task wrap them).
+
+``synthesize_witness`` turns a synthesis spec into the partition's witness (an FrVector: checked
+here once when a replacement synthesis hands back a raw array). A PartitionProver holds a backend
+and a resident proving key; ``prove`` takes one partition and returns its PartitionOutcome."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import numpy as np
+
+from ..backends import make_backend
+from ..circuits import synthesize
+from ..field import FrVector, checked_fr, limbs_to_ints
+from ..groth16.keys import ProvingKey
+from ..groth16.prover import prove, random_blinding
+from ..partition import Partition
+from ..r1cs import ConstraintSystem
+from ..timing import StageTimes
+from .types import PartitionOutcome
+
+
+def synthesize_witness(spec: dict, synth_fn=None) -> FrVector:
+    """The witness of the partition ``spec`` describes (``synth_fn`` replaces the circuit's
+    synthesis: tests inject failures with it)."""
+    witness = (synth_fn or synthesize)(spec)
+    what = spec.get("path") or f"witness of proof {spec.get('proof')}, partition {spec['partition']}"
+    return checked_fr(witness, what)  # an FrVector (our synthesis, the readers) passes through
+
+
+class PartitionProver:
+    """A backend with the key and constraint matrices resident; proves one partition at a time
+    (or several on threads: the backend serializes its device work)."""
+
+    def __init__(self, backend: str, pk: ProvingKey, cs: ConstraintSystem, threads: int = 2):
+        self.backend = make_backend(backend, threads=threads)
+        self.pk, self.cs = pk, cs
+        self.backend.load_key(pk)  # bases resident before the first partition arrives
+        self.backend.load_cs(cs)  # and the constraint matrices (VRAM on the cuda backend)
+        self.backend.warm_up(pk)  # compile/load kernels before the first partition, not during it
+
+    def prove(self, part: Partition, r: int | None = None, s: int | None = None) -> PartitionOutcome:
+        """The proof of one partition, its public inputs and per-stage seconds (and spans)."""
+        if r is None or s is None:
+            r, s = random_blinding()
+        times = StageTimes()
+        with self.backend.account() as gpu:
+            # once; every device stage reads it there (no device: the witness as it is, untimed)
+            with times.stage("upload") if gpu is not None else nullcontext():
+                # TODO(merge): pass part.witness itself once the backends take FrVector (helper A)
+                witness = self.backend.stage(part.witness.limbs)
+            proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
+        if gpu is not None:
+            times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
+            times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
+        public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public].limbs))
+        return PartitionOutcome(part.proof_id, part.partition, proof, [int(x) for x in public], dict(times),
+                                list(times.spans), self.backend.vram_peak)

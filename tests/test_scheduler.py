@@ -1,0 +1,88 @@
+"""The scheduler's API as the service will drive it (add / cancel / status / results / step), on
+the in-process executor: priority order, cancel, per-proof state; and no Ray in a local run."""
+
+import subprocess
+import sys
+
+import pytest
+
+from cuzk_ray.circuits import PorepCircuit
+from cuzk_ray.engines import LocalEngine, Priority, ProofState
+from cuzk_ray.engines.types import ProofNotDone
+from cuzk_ray.groth16.setup import dev_setup
+from cuzk_ray.groth16.verifier import verify
+
+CIRCUIT = PorepCircuit(constraints=256, partitions=2)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    cs = CIRCUIT.build()
+    return LocalEngine(dev_setup(cs, 5), cs, CIRCUIT, backend="cpu")
+
+
+def drain(sched):
+    order = []
+    while not sched.idle:
+        res = sched.step()
+        if res is not None:
+            order.append((res.proof_id, res.partition))
+    return order
+
+
+def test_priority_then_oldest_then_lowest_partition(engine):
+    sched = engine.scheduler
+    low = sched.add(0, seed=1, priority=Priority.LOW, proof_id="low")
+    normal = sched.add(1, seed=1, proof_id="normal")
+    crit = sched.add(2, seed=1, priority=Priority.parse("critical"), proof_id="crit")
+    assert sched.status(crit).state is ProofState.QUEUED
+    assert sched.summary().queued_by_priority == {"critical": 2, "high": 0, "normal": 2, "low": 2}
+    order = drain(sched)
+    assert order == [(p, k) for p in (crit, normal, low) for k in range(2)]
+    st = sched.status(normal)
+    assert st.state is ProofState.DONE and st.partitions == st.partitions_done == 2 and st.error is None
+    assert {"synthesis", "h", "verify"} <= set(st.timings)
+    rs = sched.results(low)
+    assert [r.partition for r in rs] == [0, 1] and all(verify(engine.pk.vk, r.public, r.proof) for r in rs)
+    assert sched.summary().proofs["done"] == 3
+    for p in (low, normal, crit):
+        sched.forget(p)
+    with pytest.raises(KeyError, match="unknown proof id 'low'"):
+        sched.status(low)
+    with pytest.raises(ValueError, match="priority='urgent' is not one of"):
+        Priority.parse("urgent")
+
+
+def test_cancel_drops_a_queued_proof_and_leaves_a_done_one(engine):
+    sched = engine.scheduler
+    a, b = sched.add(0, seed=2, proof_id="a"), sched.add(1, seed=2, proof_id="b")
+    with pytest.raises(ValueError, match="already scheduled"):
+        sched.add(0, proof_id="a")
+    assert sched.cancel(b) is ProofState.CANCELLED
+    order = drain(sched)
+    assert order == [("a", 0), ("a", 1)]  # b's partitions never ran
+    assert sched.status(b).state is ProofState.CANCELLED and sched.status(b).partitions_done == 0
+    assert sched.cancel(a) is ProofState.DONE  # a done proof stays done
+    with pytest.raises(ProofNotDone, match="b is cancelled"):
+        sched.results(b)
+    assert len(sched.results(a)) == 2
+    batch = sched.batch([a, b], 1.0, engine.prover_info)
+    assert [r.proof_id for r in batch.results] == ["a", "a"] and batch.failed == {}
+    assert batch.proofs == {"a": 0, "b": 1}
+    for p in (a, b):
+        sched.forget(p)
+
+
+def test_a_local_run_does_not_import_ray():
+    code = ("import sys\n"
+            "from cuzk_ray.circuits import PorepCircuit\n"
+            "from cuzk_ray.engines import EngineSettings, open_engine\n"
+            "from cuzk_ray.groth16.setup import dev_setup\n"
+            "c = PorepCircuit(constraints=256, partitions=1); cs = c.build()\n"
+            "with open_engine(EngineSettings(engine='local', backend='cpu'), dev_setup(cs, 1), cs, c) as e:\n"
+            "    b = e.run(1)\n"
+            "assert len(b.results) == 1 and not b.failed\n"
+            "print('ray' in sys.modules)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "False"
