@@ -17,6 +17,7 @@ class CircuitConf:
     public: int = 4
     field_share: float = 0.05
     circuit_seed: int = 0
+    shape: str = "default"  # default | filecoin (the proportions of Filecoin's PoRep partition; circuit=porep32g)
     zkey: str | None = None  # circuit=snarkjs: the Groth16 BLS12-381 .zkey
     witness: list[str] = field(default_factory=list)  # circuit=snarkjs: .wtns files, one proof each
     r1cs: str | None = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against

@@ -19,25 +19,32 @@ class PorepCircuit:
     field_share: float = 0.05
     circuit_seed: int = 0
     partitions: int = 10
+    shape: str = "default"  # "filecoin": the proportions of Filecoin's PoRep partition (porep.FilecoinLayout)
 
     kind = "porep"
     local_files = False
 
     @classmethod
     def from_config(cls, c: dict) -> PorepCircuit:
-        fields = ("constraints", "public", "field_share", "circuit_seed", "partitions")
+        fields = ("constraints", "public", "field_share", "circuit_seed", "partitions", "shape")
         out = cls(**{k: c[k] for k in fields if k in c})
         if out.partitions < 1:
             raise ValueError(f"circuit.partitions={out.partitions}: must be at least 1")
-        porep.PorepLayout.make(out.constraints, out.public, out.field_share)  # validates sizes
+        out.layout()  # validates sizes
         return out
+
+    def layout(self):
+        """The circuit's layout (sizes only, nothing built)."""
+        return porep.make_layout(self.constraints, self.public, self.field_share, self.shape)
 
     @property
     def circuit_id(self) -> str:
+        if self.shape != "default":  # field_share plays no part in the other shapes
+            return f"porep-{self.shape}-c{self.constraints}-p{self.public}-s{self.circuit_seed}"
         return f"porep-c{self.constraints}-p{self.public}-f{self.field_share:g}-s{self.circuit_seed}"
 
     def build(self):
-        return porep.build_circuit(self.constraints, self.public, self.field_share, self.circuit_seed)
+        return porep.build_circuit(self.constraints, self.public, self.field_share, self.circuit_seed, self.shape)
 
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """The cached development key (made by the INSECURE dev setup on first use)."""
@@ -49,13 +56,13 @@ class PorepCircuit:
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
         return {"kind": self.kind, "constraints": self.constraints, "public": self.public,
                 "field_share": self.field_share, "circuit_seed": self.circuit_seed,
-                "seed": seed, "proof": proof, "partition": partition}
+                "seed": seed, "proof": proof, "partition": partition, "shape": self.shape}
 
     def domain_size(self) -> int:
         return self.constraints
 
     def witness_bytes(self) -> int:
-        return porep.PorepLayout.make(self.constraints, self.public, self.field_share).n_wires * 32
+        return self.layout().n_wires * 32
 
     def proof_label(self, proof: int) -> str:
         """How errors name the proof-th proof."""
@@ -133,8 +140,9 @@ def synthesize(spec: dict) -> FrVector:
     range-checked by its reader."""
     if spec["kind"] == "porep":
         limbs = porep.synthesize(spec["constraints"], spec["public"], spec["field_share"],
-                                 spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"])
-        return limbs if isinstance(limbs, FrVector) else FrVector(limbs)  # (porep may hand back an FrVector itself)
+                                 spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"],
+                                 shape=spec.get("shape", "default"))
+        return FrVector(limbs)  # reduced by construction: no range check
     if spec["kind"] == "wtns":
         from ..formats.snarkjs import read_wtns
 
