@@ -1,0 +1,380 @@
+"""G1 and G2 multi-scalar multiplication on the GPU (kernels/msm.cu, kernels/msm_g2.cu: one
+pipeline, ec/msm_impl.cuh, instantiated per group).
+
+``msm_g1(points, scalars)``: points affine standard form ``uint64[n, 2, 6]`` (all-zero rows =
+infinity), or a ``Bases`` from ``prepare_bases`` (resident, Montgomery form, optionally with a
+table of window multiples); scalars standard-form Fr ``uint64[n, 4]``; numpy or cupy (raw points
+are converted to a temporary Montgomery copy per call). Returns sum_i s_i P_i as a numpy ``uint64[2, 6]``
+(affine, standard form, all zero for infinity), bit for bit what ref.g1.msm_naive gives.
+Scalars may also be an FrVector (trusted: not range-checked again).
+``msm_g2``: the same with G2 points ``uint64[n, 2, 2, 6]`` (x.c0, x.c1, y.c0, y.c1) and a
+``uint64[2, 2, 6]`` result, bit for bit arkworks' ``G2Point.multiexp_unchecked``.
+
+Pipeline (see ec/msm_impl.cuh for the kernels and their costs):
+scalars 0 dropped, scalars 1 summed by a tree of batch additions (msm_sum_points, xyzz_sum_rows);
+the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, point) entries
+(CuPy) -> segmented bucket accumulation, S entries per thread whatever the bucket sizes
+(msm_seg_points, then msm_seg_partials for buckets that cross segments) -> per-chunk bucket
+reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
+sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
+
+Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
+windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
+BATCH_AFFINE points); an MSM over such bases puts every window's digits into one set of 2^(c-1)
+buckets, so there is one bucket reduction and no Horner tail, and c can be larger (c = 22: 12
+windows instead of 16 at c = 16). Costs W times the bases' VRAM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from ..field import FP_LIMBS, FP_R_INV, Q_MOD, fp_to_limbs, limbs_to_ints
+from ..kernels.loader import get_kernel, require_cupy
+from ..ref import g1 as g1_ref
+from ..ref import g2 as g2_ref
+from .device import check_fr
+from .device import launch as launch_kernel
+
+THREADS = 128
+NO_KEY = 0xFFFFFFFF
+SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
+SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross-segment partials)
+SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
+CHUNK_THREADS = 32768  # at least about this many threads for the bucket reduction (msm_chunks)
+CHUNK_MAX = 16  # at most this many buckets per msm_chunks thread
+BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
+TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (12 windows)
+TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
+TABLE_LARGE = 1 << 23
+TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
+
+
+@dataclass(frozen=True)
+class Group:
+    """What the pipeline needs to know about a group: its kernels and its coordinate layout."""
+
+    name: str  # "g1" | "g2"
+    module: str  # kernels/<module>
+    prefix: str  # kernel name prefix in that module
+    elem: tuple  # uint64 shape of one coordinate: (6,) for Fp, (2, 6) for Fp2
+    ref: ModuleType  # Python-int arithmetic: xyzz_add, xyzz_dbl, xyzz_to_affine, INF_XYZZ
+    defines: tuple = ()  # compile-time variant of the module (benchmarks compare variants)
+
+    def coords_to_ints(self, flat: list) -> list:
+        """Standard-form ints, one per Fp limb row -> the group's field elements."""
+        return flat if len(self.elem) == 1 else [tuple(flat[i : i + 2]) for i in range(0, len(flat), 2)]
+
+    def affine_to_limbs(self, aff) -> np.ndarray:
+        """affine (x, y) of ints (G1) or Fp2 pairs (G2), None = infinity -> uint64[2, *elem]."""
+        out = np.zeros((2, *self.elem), dtype=np.uint64)
+        if aff is not None:
+            flat = list(aff) if len(self.elem) == 1 else [v for c in aff for v in c]
+            out[:] = fp_to_limbs(flat).reshape(out.shape)
+        return out
+
+
+G1 = Group("g1", "msm.cu", "", (FP_LIMBS,), g1_ref)
+G2 = Group("g2", "msm_g2.cu", "g2_", (2, FP_LIMBS), g2_ref)
+
+
+def default_window(n: int) -> int:
+    """Window bits c: about log2(n) - 2, between 4 and 16."""
+    return max(4, min(16, n.bit_length() - 3))
+
+
+def windows_for(c: int) -> int:
+    """Signed c-bit digits of a 255-bit scalar plus the final carry."""
+    return 255 // c + 1
+
+
+@dataclass
+class Bases:
+    """MSM bases resident on the device in the kernels' form: ``mont`` = affine Montgomery
+    ``[n, 2, *elem]``; with ``table_window`` c, ``table`` = ``[W n, 2, *elem]`` with row w n + i =
+    2^(c w) P_i (``mont`` is its first n rows)."""
+
+    group: Group
+    mont: object
+    n: int
+    table: object = None
+    table_window: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return int((self.table if self.table is not None else self.mont).nbytes)
+
+    def slice(self, start: int, count: int) -> Bases:
+        """Bases start .. start + count - 1 (a view; without the table, whose rows are per level)."""
+        if not 0 <= start <= start + count <= self.n:
+            raise ValueError(f"bases slice {start}..{start + count} outside 0..{self.n}")
+        return Bases(self.group, self.mont[start : start + count], count)
+
+
+def table_window_for(n: int) -> int:
+    """c of the table of window multiples for n bases. H200, G1 uniform, table c = 20 / 22 / no
+    table: 2^20 12.0 / 18.3 / 16.9 ms, 2^22 32.3 / 37.0 / 40.6, 2^24 112.0 / 110.9 / 136.9
+    (the 2^21 buckets of c = 22 cost ~8 ms to reduce, which pays only at the largest sizes)."""
+    return TABLE_WINDOW if n >= TABLE_LARGE else TABLE_WINDOW_SMALL
+
+
+def table_bytes(g: Group, n: int, c: int | None = None) -> int:
+    """VRAM of a table of window multiples of n bases (all W levels, the bases included); c
+    defaults to table_window_for(n)."""
+    return windows_for(c or table_window_for(n)) * n * 2 * int(np.prod(g.elem)) * 8
+
+
+def prepare_bases(g: Group, points, table_window: int | None = None, timings: dict | None = None) -> Bases:
+    """points (affine standard form, numpy or cupy, shape checked) -> Bases on the device;
+    table_window c: also the window multiples 2^(c w) P_i for the windows of c-bit digits."""
+    cp = require_cupy()
+    pts = _check_points(g, points)
+    n = int(pts.shape[0])
+    if table_window is not None and not 2 <= table_window <= 24:
+        raise ValueError(f"prepare_bases: table window {table_window} outside 2..24")
+    levels = windows_for(table_window) if table_window else 1
+    if table_window and levels * n >= 2**31:
+        raise ValueError(f"prepare_bases: {levels} x {n} table rows is more than the kernels index (2^31 - 1)")
+    timer = PhaseTimer(cp) if timings is not None else None
+    table = cp.empty((levels * n, 2, *g.elem), dtype=cp.uint64)
+    count = n * 2 * int(np.prod(g.elem)) // FP_LIMBS  # Fp elements
+    if n:
+        _launch(g, "msm_to_mont", count, (pts, table, np.uint64(count)))
+    _mark(timer, "to_mont")
+    if levels > 1 and n:
+        xyzz = _xyzz_buffer(cp, g, n)
+        scratch = cp.empty((n, *g.elem), dtype=cp.uint64)
+        per = n * 2 * int(np.prod(g.elem))  # uint64 words per level
+        flat = table.reshape(-1)
+        for w in range(1, levels):
+            prev, cur = flat[(w - 1) * per : w * per], flat[w * per : (w + 1) * per]
+            _launch(g, "msm_double_c", n, (prev, np.uint32(n), np.int32(table_window), xyzz))
+            nt = (n + BATCH_AFFINE - 1) // BATCH_AFFINE
+            _launch(g, "msm_batch_affine", nt, (xyzz, np.uint32(n), np.uint32(BATCH_AFFINE), scratch, cur))
+        del xyzz, scratch
+        _mark(timer, "table")
+    if timer is not None:
+        timings.update(timer.ms())
+    return Bases(g, table[:n], n, table if levels > 1 else None, table_window or 0)
+
+
+def _check_points(g: Group, points, n: int | None = None):
+    """points as a cupy array, checked: uint64 [n, 2, *elem] (any n when n is None), C-contiguous."""
+    cp = require_cupy()
+    shape = (points.shape[0] if n is None and getattr(points, "ndim", 0) else n, 2, *g.elem)
+    if not isinstance(points, (np.ndarray, cp.ndarray)) or points.dtype != np.uint64:
+        raise TypeError(f"msm_{g.name} points: expected a numpy or cupy uint64 array {list(shape[1:])} per point "
+                        "(affine, standard form)")
+    if points.shape != shape:
+        raise ValueError(f"msm_{g.name} points: expected shape {shape} to match the scalars, got {tuple(points.shape)}")
+    if not points.flags.c_contiguous:
+        raise ValueError(f"msm_{g.name} points: array must be C-contiguous")
+    return cp.asarray(points)
+
+
+def xyzz_rows_to_ints(g: Group, rows: np.ndarray) -> list[tuple]:
+    """uint64[m, 4, *elem] Montgomery XYZZ -> list of standard-form XYZZ tuples."""
+    vals = limbs_to_ints(rows.reshape(-1, FP_LIMBS))
+    vals = g.coords_to_ints([int(v) * FP_R_INV % Q_MOD for v in vals])
+    return [tuple(vals[4 * i : 4 * i + 4]) for i in range(len(vals) // 4)]
+
+
+def _launch(g: Group, name: str, nthreads: int, args) -> None:
+    launch_kernel(get_kernel(g.module, g.prefix + name, g.defines), nthreads, args, THREADS)
+
+
+def _xyzz_buffer(cp, g: Group, m: int, zero: bool = False):
+    return (cp.zeros if zero else cp.empty)((m, 4, *g.elem), dtype=cp.uint64)
+
+
+def _sum_rows(cp, g: Group, parts, rows: int, m: int):
+    """[rows][m] XYZZ -> [rows] XYZZ by xyzz_sum_rows launches (a tree of fan-in SUM_FANIN)."""
+    while m > 1:
+        mo = (m + SUM_FANIN - 1) // SUM_FANIN
+        out = _xyzz_buffer(cp, g, rows * mo)
+        _launch(g, "xyzz_sum_rows", rows * mo, (parts, np.uint32(rows), np.uint32(m), np.uint32(SUM_FANIN), out))
+        parts, m = out, mo
+    return parts
+
+
+def split_scalars(cp, s):
+    """Indices (uint32, device) of the scalars equal to 1 and of those other than 0 and 1."""
+    small = (s[:, 1] | s[:, 2] | s[:, 3]) == 0
+    lo = s[:, 0]
+    ones = cp.flatnonzero(small & (lo == 1)).astype(cp.uint32)
+    rest = cp.flatnonzero(~(small & (lo <= 1))).astype(cp.uint32)
+    return ones, rest
+
+
+def _rest_scalars(cp, s, rest):
+    """The scalars of the index list rest, contiguous (s itself when rest is every index)."""
+    return s if rest.shape[0] == s.shape[0] else cp.ascontiguousarray(s[rest])
+
+
+def sum_points(cp, g: Group, pts, idx):
+    """sum of the points idx (device uint32) as one XYZZ row (device), Montgomery form."""
+    m = int(idx.shape[0])
+    mo = (m + SUM_FANIN - 1) // SUM_FANIN
+    parts = _xyzz_buffer(cp, g, mo)
+    _launch(g, "msm_sum_points", mo, (pts, idx, np.uint32(m), np.uint32(SUM_FANIN), parts))
+    return _sum_rows(cp, g, parts, 1, mo)
+
+
+def segment_size(length: int) -> int:
+    """Entries per thread: about length / 2^18 (enough threads to fill an H200), 4..SEG_MAX."""
+    s = 4
+    while s < SEG_MAX and s * 2**18 < length:
+        s *= 2
+    return s
+
+
+def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int, timer=None):
+    """[total] XYZZ buckets from M sorted (key << 32 | value) entries by the segmented reduction."""
+    buckets = _xyzz_buffer(cp, g, total, zero=True)
+    S = segment_size(M)
+    nseg = (M + S - 1) // S
+    keys = cp.empty(2 * nseg, dtype=cp.uint32)
+    part = _xyzz_buffer(cp, g, 2 * nseg)
+    _launch(g, "msm_seg_points", nseg, (pts, sorted_entries, np.uint32(M), np.uint32(S), buckets, keys, part))
+    _mark(timer, "acc_points")
+    while nseg > 1:  # the partial sums of buckets that cross segments, same reduction again
+        length, S = 2 * nseg, SEG_PARTIALS
+        nseg = (length + S - 1) // S
+        keys2 = cp.empty(2 * nseg, dtype=cp.uint32)
+        part2 = _xyzz_buffer(cp, g, 2 * nseg)
+        _launch(g, "msm_seg_partials", nseg, (keys, part, np.uint32(length), np.uint32(S), buckets, keys2, part2))
+        keys, part = keys2, part2
+    _mark(timer, "acc_partials")
+    return buckets
+
+
+class PhaseTimer:
+    """CUDA events between the phases of one MSM call: ``mark(name)`` ends the phase ``name``;
+    ``ms()`` waits for the device and returns {phase: milliseconds} (host work included, since
+    the marks are recorded in program order)."""
+
+    def __init__(self, cp):
+        self.cp, self.events = cp, [("", cp.cuda.Event())]
+        self.events[0][1].record()
+
+    def mark(self, name: str) -> None:
+        ev = self.cp.cuda.Event()
+        ev.record()
+        self.events.append((name, ev))
+
+    def ms(self) -> dict:
+        self.events[-1][1].synchronize()
+        out: dict = {}
+        for (_, a), (name, b) in zip(self.events, self.events[1:]):
+            out[name] = out.get(name, 0.0) + self.cp.cuda.get_elapsed_time(a, b)
+        return out
+
+
+def _mark(timer, name: str) -> None:
+    if timer is not None:
+        timer.mark(name)
+
+
+def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0):
+    """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w.
+    table_n != 0: pts is a table of window multiples of table_n bases for this c, and the one row
+    returned (W = 1) is the whole sum."""
+    m = int(idx.shape[0])
+    W = windows_for(c)
+    nb = 1 << (c - 1)
+    total = nb if table_n else W * nb
+    entries = cp.empty(W * m, dtype=cp.uint64)
+    _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), np.uint32(table_n), entries))
+    W = 1 if table_n else W
+    _mark(timer, "digits")
+    entries.sort()
+    M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
+    _mark(timer, "sort")
+    buckets = bucket_sums(cp, g, pts, entries, M, total, timer) if M else _xyzz_buffer(cp, g, total, zero=True)
+    del entries
+    # L: a power of two dividing nb, at most CHUNK_MAX (so 2^21 buckets still get 2^17 threads)
+    L = min(nb, CHUNK_MAX, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))
+    nchunks = total // L
+    chunks = _xyzz_buffer(cp, g, nchunks)
+    _launch(g, "msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
+    out = _sum_rows(cp, g, chunks, W, nchunks // W)
+    _mark(timer, "reduce")
+    return out
+
+
+def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
+        use_table: bool | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard).
+    points: affine standard form (converted per call) or Bases (prepare_bases). window: c of the
+    per-window path (default: by size). use_table: bases with a table of window multiples use it
+    (and its c) when True, never when False; None (default): when no window is given and at least
+    TABLE_MIN_SCALARS scalars are other than 0 and 1.
+    timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events)."""
+    cp = require_cupy()
+    s = check_fr(scalars, f"msm_{g.name} scalars").limbs
+    n = s.shape[0]
+    timer = PhaseTimer(cp) if timings is not None else None
+    if isinstance(points, Bases):
+        if points.group.name != g.name:
+            raise ValueError(f"msm_{g.name}: bases prepared for {points.group.name}")
+        if points.n != n:
+            raise ValueError(f"msm_{g.name} points: {points.n} bases for {n} scalars")
+        bases = points
+    else:
+        _check_points(g, points, n)
+    if n >= 2**31:
+        raise ValueError(f"msm_{g.name}: {n} points is more than this kernel indexes (2^31 - 1)")
+    if window is not None and not 2 <= window <= 20:
+        raise ValueError(f"msm_{g.name}: window {window} outside 2..20")
+    if n == 0:
+        return g.affine_to_limbs(None)
+    if not isinstance(points, Bases):
+        bases = prepare_bases(g, points)
+        _mark(timer, "to_mont")
+    pts = bases.mont
+    ref = g.ref
+    ones, rest = split_scalars(cp, s)
+    _mark(timer, "split")
+    acc = ref.INF_XYZZ
+    m = int(rest.shape[0])
+    if use_table and bases.table is None:
+        raise ValueError(f"msm_{g.name}: use_table without a table of window multiples (prepare_bases(table_window=))")
+    if use_table and window is not None:
+        raise ValueError(f"msm_{g.name}: use_table takes the table's window ({bases.table_window}); give no window")
+    if use_table is None:
+        use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
+    if m and use_table:
+        c = bases.table_window
+        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n)
+        acc = xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
+        _mark(timer, "host")
+    elif m:
+        c = window or default_window(m)
+        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer)
+        for w, p in enumerate(reversed(xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
+            if w:
+                for _ in range(c):
+                    acc = ref.xyzz_dbl(acc)
+            acc = ref.xyzz_add(acc, p)
+        _mark(timer, "host")
+    if ones.shape[0]:
+        acc = ref.xyzz_add(acc, xyzz_rows_to_ints(g, cp.asnumpy(sum_points(cp, g, pts, ones)))[0])
+        _mark(timer, "ones")
+    if timer is not None:
+        timings.update(timer.ms())
+    return g.affine_to_limbs(ref.xyzz_to_affine(acc))
+
+
+def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None,
+           use_table: bool | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
+    return msm(G1, points, scalars, window, timings, use_table)
+
+
+def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None,
+           use_table: bool | None = None) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in G2: points uint64[n, 2, 2, 6] -> numpy uint64[2, 2, 6]."""
+    return msm(G2, points, scalars, window, timings, use_table)

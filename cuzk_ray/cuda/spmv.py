@@ -1,0 +1,228 @@
+"""a, b, c = A.w, B.w, C.w on the GPU from constraint matrices resident in VRAM (kernels/spmv.cu).
+
+A ``CsrMatrix`` is uploaded once into the kernel's layout (``DeviceCsr``):
+  indptr   int64[rows + 1]
+  entries  uint32[nnz, 2]   (column, coefficient code)
+  table    uint64[k, 4]     coefficient of code t, Montgomery form
+Codes 0 and 1 are +1 and -1 (the kernel adds or subtracts without a multiplication); other
+coefficients in (-2^32, 2^32) (2, 2^k, ...) share one table row per distinct value; the rest get
+a row each. PoRep-like circuits thus need 8 bytes per non-zero instead of 40.
+
+``evaluate_abc(dcs, w)`` writes a, b, c straight into the ``uint64[3, n, 4]`` buffer that
+``cuda.ntt.compute_h_device`` consumes: rows m..n-1 zero except a[m + s] = w_s (s = 0..n_public),
+the QAP's public-input rows (ref.qap.extend_to_domain). ``h_from_witness`` chains the two, so only
+the witness crosses the bus. The witness is an FrVector (trusted) or a raw array (checked once,
+device.check_fr).
+
+The layout is built with numpy or cupy alike (``xp``): the CPU tests check it without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domain import Domain, domain_size
+from ..field import FR_LIMBS, FR_MOD_LIMBS, FrVector
+from ..kernels.loader import get_kernel, require_cupy
+from ..r1cs import ConstraintSystem, CsrMatrix
+from .device import check_fr, check_fr_array
+from .device import launch as launch_kernel
+from .ntt import compute_h_device
+
+MODULE = "spmv.cu"
+THREADS = 256
+CODE_ONE, CODE_MINUS_ONE = 0, 1
+SMALL = 1 << 32  # coefficients of magnitude below this are deduplicated (PoRep packs with 2^0..2^31)
+_R = [np.uint64(limb) for limb in FR_MOD_LIMBS]
+FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for measurements)
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout (numpy or cupy)
+
+
+def coefficient_codes(data, xp=np):
+    """(codes uint32[nnz], table uint64[k, 4] standard form) for standard-form coefficients
+    ``uint64[nnz, 4]``: table[codes[e]] == data[e]; table[0] = 1, table[1] = r - 1."""
+    data = data.reshape(-1, FR_LIMBS)
+    nnz = data.shape[0]
+    d0 = data[:, 0]
+    pos = ((data[:, 1] | data[:, 2] | data[:, 3]) == 0) & (d0 < np.uint64(SMALL))
+    neg = ((data[:, 1] == _R[1]) & (data[:, 2] == _R[2]) & (data[:, 3] == _R[3])
+           & (d0 < _R[0]) & (d0 >= _R[0] - np.uint64(SMALL)))
+    small = pos | neg
+    # (array-on-the-left and array-array operations only: the same code runs on numpy and cupy)
+    mag = xp.where(pos, d0, xp.asarray(_R[0]) - d0).astype(xp.int64)  # garbage where not small (masked below)
+    signed = xp.where(pos, mag, -mag)
+    i_small = xp.flatnonzero(small)
+    i_gen = xp.flatnonzero(~small)
+    sv = signed[i_small]
+    if sv.shape[0]:
+        uniq, inv = xp.unique(sv, return_inverse=True)
+        inv = inv.reshape(-1)
+    else:  # no small coefficient (or an empty matrix)
+        uniq, inv = sv, xp.zeros(0, dtype=xp.int64)
+    codes = xp.empty(nnz, dtype=xp.uint32)
+    small_codes = (inv + 2).astype(xp.uint32)
+    small_codes[sv == 1] = CODE_ONE
+    small_codes[sv == -1] = CODE_MINUS_ONE
+    codes[i_small] = small_codes
+    base = 2 + int(uniq.shape[0])
+    codes[i_gen] = (xp.arange(int(i_gen.shape[0]), dtype=xp.int64) + base).astype(xp.uint32)
+    # small value s as limbs: s >= 0 -> [s, 0, 0, 0]; s < 0 -> r + s = [r0 + s, r1, r2, r3] (|s| < r0)
+    negative = (uniq < 0).astype(xp.uint64)
+    small_rows = xp.empty((int(uniq.shape[0]), FR_LIMBS), dtype=xp.uint64)
+    small_rows[:, 0] = uniq.astype(xp.uint64) + negative * _R[0]  # wraps mod 2^64 to r0 + s
+    for limb in range(1, FR_LIMBS):
+        small_rows[:, limb] = negative * _R[limb]
+    pm1 = xp.asarray(np.array([[1, 0, 0, 0], [int(_R[0]) - 1, _R[1], _R[2], _R[3]]], dtype=np.uint64))
+    table = xp.concatenate([pm1, small_rows, data[i_gen]])
+    return codes, xp.ascontiguousarray(table)
+
+
+def csr_layout(m: CsrMatrix, xp=np, data=None):
+    """(indptr int64[rows + 1], entries uint32[nnz, 2], table standard uint64[k, 4]) of m
+    (``data``: m.data already on the device, if the caller uploaded it)."""
+    if m.nnz >= 2**32 - 2 or m.n_cols >= 2**32:
+        raise ValueError(f"spmv: {m.nnz} non-zeros over {m.n_cols} columns; the kernel indexes with 32 bits")
+    if data is None:
+        data = xp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS))
+    codes, table = coefficient_codes(data, xp)
+    cols = xp.asarray(m.indices).astype(xp.uint32)
+    entries = xp.ascontiguousarray(xp.stack([cols, codes], axis=1))
+    return xp.asarray(m.indptr, dtype=xp.int64), entries, table
+
+
+def transpose_layout(indptr, entries, n_rows: int, n_cols: int, extra_rows: int = 0, xp=np):
+    """(indptr, entries) of M'^T where M' is M (n_rows x n_cols) with ``extra_rows`` rows appended,
+    row n_rows + s holding +1 at column s (the QAP's public-input rows of A). Codes are kept."""
+    nnz = int(entries.shape[0])
+    rows = xp.searchsorted(indptr, xp.arange(nnz, dtype=xp.int64), side="right") - 1
+    cols = entries[:, 0].astype(xp.int64)
+    codes = entries[:, 1]
+    if extra_rows:
+        rows = xp.concatenate([rows, n_rows + xp.arange(extra_rows, dtype=xp.int64)])
+        cols = xp.concatenate([cols, xp.arange(extra_rows, dtype=xp.int64)])
+        codes = xp.concatenate([codes, xp.full(extra_rows, CODE_ONE, dtype=xp.uint32)])
+    t_indptr = xp.zeros(n_cols + 1, dtype=xp.int64)
+    if cols.shape[0] == 0:
+        return t_indptr, xp.zeros((0, 2), dtype=xp.uint32)
+    order = xp.argsort(cols)
+    t_indptr[1:] = xp.cumsum(xp.bincount(cols, minlength=n_cols))
+    t_entries = xp.ascontiguousarray(xp.stack([rows[order].astype(xp.uint32), codes[order]], axis=1))
+    return t_indptr, t_entries
+
+
+# ---------------------------------------------------------------------------------------------
+# Device side
+
+
+def launch(name: str, n: int, args) -> None:
+    """Kernel ``name`` of spmv.cu on n threads (none for n = 0)."""
+    launch_kernel(get_kernel(MODULE, name), n, args, THREADS)
+
+
+def layout_bytes(m: CsrMatrix) -> tuple[int, int]:
+    """(resident bytes without the general-coefficient table, peak temporary bytes while uploading)."""
+    return (m.n_rows + 1) * 8 + m.nnz * 8, m.nnz * (32 + 8 + 8 + 8)
+
+
+class DeviceCsr:
+    """A CsrMatrix in VRAM in the kernel's layout (see the module docstring)."""
+
+    def __init__(self, indptr, entries, table_mont, n_rows: int, n_cols: int):
+        self.indptr, self.entries, self.table = indptr, entries, table_mont
+        self.n_rows, self.n_cols = n_rows, n_cols
+
+    @classmethod
+    def upload(cls, m: CsrMatrix) -> "DeviceCsr":
+        cp = require_cupy()
+        data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)), "constraint coefficients")
+        indptr, entries, table = csr_layout(m, cp, data)
+        del data
+        launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])))
+        return cls(indptr, entries, table, m.n_rows, m.n_cols)
+
+    @property
+    def nbytes(self) -> int:
+        return self.indptr.nbytes + self.entries.nbytes + self.table.nbytes
+
+    def transposed(self, extra_rows: int = 0) -> "DeviceCsr":
+        """M'^T (see transpose_layout) sharing this matrix's table."""
+        cp = require_cupy()
+        indptr, entries = transpose_layout(self.indptr, self.entries, self.n_rows, self.n_cols, extra_rows, cp)
+        return DeviceCsr(indptr, entries, self.table, self.n_cols, self.n_rows + extra_rows)
+
+    def matvec_into(self, out, x, copy_rows: int = 0, fast: bool | None = None) -> None:
+        """out[i] = (M x)_i for i < n_rows, x[i - n_rows] for the next copy_rows, 0 up to len(out).
+
+        out: cupy uint64[n, 4] (C-contiguous, n >= n_rows + copy_rows); x: cupy uint64[>= n_cols, 4],
+        both standard form."""
+        n = out.shape[0]
+        if n < self.n_rows + copy_rows or x.shape[0] < max(self.n_cols, copy_rows):
+            raise ValueError(f"spmv: output {n} rows / input {x.shape[0]} rows too short for a "
+                             f"{self.n_rows} x {self.n_cols} matrix (+{copy_rows} copied rows)")
+        fast = FAST if fast is None else fast
+        launch("spmv_csr", n, (out, self.indptr, self.entries, self.table, x, np.uint64(self.n_rows),
+                                np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)))
+
+
+class DeviceConstraintSystem:
+    """A, B (and C when stored) of a constraint system resident in VRAM."""
+
+    def __init__(self, cs: ConstraintSystem):
+        self.cs = cs
+        self.n_wires, self.n_public, self.m = cs.n_wires, cs.n_public, cs.n_constraints
+        self.domain = domain_size(self.m, self.n_public)
+        self.A = DeviceCsr.upload(cs.A)
+        self.B = DeviceCsr.upload(cs.B)
+        self.C = None if cs.C is None else DeviceCsr.upload(cs.C)
+
+    @staticmethod
+    def estimate_bytes(cs: ConstraintSystem) -> tuple[int, int]:
+        """(resident bytes, upper bound; peak extra bytes during the upload)."""
+        mats = [m for m in (cs.A, cs.B, cs.C) if m is not None]
+        res = [layout_bytes(m) for m in mats]
+        return sum(r + m.nnz * 32 for (r, _), m in zip(res, mats)), max(t for _, t in res)
+
+    @staticmethod
+    def working_bytes(cs: ConstraintSystem) -> int:
+        """VRAM one proof needs beside the matrices: witness, a|b|c, h."""
+        return (cs.n_wires + 4 * domain_size(cs.n_constraints, cs.n_public)) * 32
+
+    @property
+    def nbytes(self) -> int:
+        return sum(m.nbytes for m in (self.A, self.B, self.C) if m is not None)
+
+
+def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
+    """The witness as an FrVector on the device: an FrVector as it is (uploaded if on the host), a
+    raw numpy or cupy uint64[n_wires, 4] range-checked (a cupy input is used in place)."""
+    if isinstance(witness, np.ndarray):
+        witness = np.ascontiguousarray(witness)
+    w = check_fr(witness, "witness")
+    if len(w) != dcs.n_wires:
+        raise ValueError(f"witness has {len(w)} values, the circuit has {dcs.n_wires} wires")
+    return w
+
+
+def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None):
+    """a | b | c on the domain as a new cupy ``uint64[3, n, 4]`` (standard form, the layout of
+    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C."""
+    cp = require_cupy()
+    w = device_witness(dcs, witness).limbs
+    n = dcs.domain
+    abc = cp.empty((3, n, FR_LIMBS), dtype=cp.uint64)
+    dcs.A.matvec_into(abc[0], w, copy_rows=dcs.n_public + 1, fast=fast)
+    dcs.B.matvec_into(abc[1], w, fast=fast)
+    if dcs.C is not None:
+        dcs.C.matvec_into(abc[2], w, fast=fast)
+    else:
+        launch("fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
+    return abc
+
+
+def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None):
+    """h (cupy ``uint64[n, 4]``, standard form, every value < r by construction) from the
+    witness: spmv, then ntt.compute_h_device."""
+    return compute_h_device(evaluate_abc(dcs, witness), domain)
