@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..domain import Domain, resolve
-from ..field import FR_R, FrVector, R_MOD, fr_to_limbs, int_vector
+from ..field import FR_R, R_MOD, FrVector, fr_to_limbs, int_vector
 from ..ref.ntt import bit_reverse_permutation, check_size
 from . import fr_kernels as K
 
