@@ -2,7 +2,8 @@
 generator G of G1 or G2 and many scalars, for the development setup's key generation.
 
 ``fixed_base_mul_gpu(group, scalars)``: group "g1" | "g2", scalars standard-form Fr
-``uint64[n, 4]`` (numpy or cupy, every value < r; checked per chunk) or an FrVector (trusted). Returns numpy ``uint64[n, 2, 6]`` (G1) or
+``uint64[n, 4]`` (numpy or cupy, every value < r; checked per chunk) or an FrVector (trusted).
+Returns numpy ``uint64[n, 2, 6]`` (G1) or
 ``uint64[n, 2, 2, 6]`` (G2), affine standard form, infinity (scalar 0) all zero: bit for bit
 ``cuzk_ray.ref.msm.fixed_base_mul_array`` (same generator, arkworks' G1Point() / G2Point()).
 

@@ -135,7 +135,7 @@ class DeviceCsr:
         self.n_rows, self.n_cols = n_rows, n_cols
 
     @classmethod
-    def upload(cls, m: CsrMatrix) -> "DeviceCsr":
+    def upload(cls, m: CsrMatrix) -> DeviceCsr:
         cp = require_cupy()
         data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)), "constraint coefficients")
         indptr, entries, table = csr_layout(m, cp, data)
@@ -147,7 +147,7 @@ class DeviceCsr:
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.entries.nbytes + self.table.nbytes
 
-    def transposed(self, extra_rows: int = 0) -> "DeviceCsr":
+    def transposed(self, extra_rows: int = 0) -> DeviceCsr:
         """M'^T (see transpose_layout) sharing this matrix's table."""
         cp = require_cupy()
         indptr, entries = transpose_layout(self.indptr, self.entries, self.n_rows, self.n_cols, extra_rows, cp)
