@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="
 @pytest.fixture(scope="module")
 def backends():
     from cuzk_ray.backends.cpu import CpuBackend
-    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.backends.cuda import CudaBackend
 
     return CpuBackend(), CudaBackend()
 
@@ -39,7 +39,7 @@ def test_gpu_proof_equals_cpu_proof(backends, constraints, public):
 
 
 def test_vram_check_names_the_shortfall(backends, monkeypatch):
-    from cuzk_ray.backends import gpu as gpu_mod
+    from cuzk_ray.backends import cuda as gpu_mod
     from cuzk_ray.circuits.porep import build_circuit
     from cuzk_ray.groth16.setup import dev_setup
 
@@ -85,7 +85,7 @@ def test_stage_uploads_once_and_gpu_time_is_counted_per_context(backends):
     w = rng.integers(0, 2**63, size=(4099, 4), dtype=np.uint64)
     w[:, 3] &= (1 << 60) - 1  # < r
     dev = gpu.stage(w)
-    assert isinstance(dev, cp.ndarray) and np.array_equal(dev.get(), w)
+    assert isinstance(dev.limbs, cp.ndarray) and np.array_equal(dev.limbs.get(), w)  # an FrVector on the device
     assert gpu.stage(dev) is dev
     with gpu.account() as mine:
         h = gpu.submit(gpu.compute_h, w[:4096], w[1:4097], w[2:4098]).result()
@@ -123,7 +123,8 @@ def test_one_gpu_actor_overlaps_partitions_when_concurrent(tmp_path, concurrency
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     assert all(r.times["gpu"] > 0 and "upload" in r.times for r in batch.results)
     assert sum(r.times["gpu"] for r in batch.results) <= batch.wall_s
-    spans = sorted((min(a for st, a, _ in r.spans if st != "synthesis"), max(b for st, _, b in r.spans if st != "synthesis"))
+    spans = sorted((min(a for st, a, _ in r.spans if st != "synthesis"),
+                    max(b for st, _, b in r.spans if st != "synthesis"))
                    for r in batch.results)
     overlapping = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
     assert overlapping == (concurrency == 2), spans
