@@ -1,4 +1,4 @@
-"""BLS12-381 base field Fp and scalar field Fr: constants and limb-array conversions.
+"""BLS12-381 base field Fp and scalar field Fr: constants, limb-array conversions, FrVector (checked vectors).
 
 Conventions (DESIGN.md section 4):
 - Fr elements are ``uint64[n, 4]`` little-endian limbs, Fp elements ``uint64[n, 6]``.

@@ -128,3 +128,37 @@ def test_one_gpu_actor_overlaps_partitions_when_concurrent(tmp_path, concurrency
                    for r in batch.results)
     overlapping = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
     assert overlapping == (concurrency == 2), spans
+
+
+def test_a_partition_is_range_checked_once_raw_and_never_as_an_fr_vector(backends, monkeypatch):
+    """The cuda path checks a raw witness once (stage) and an FrVector witness not at all: every
+    later kernel (spmv, the five MSMs) takes the checked FrVector as it is. Counted at the one
+    device check (cuda.device.below_r_kernel)."""
+    from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
+    from cuzk_ray.cuda import device
+    from cuzk_ray.field import FrVector
+    from cuzk_ray.groth16.prover import prove
+    from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.groth16.verifier import verify
+
+    _cpu, gpu = backends
+    cs = build_circuit(1024, 4)
+    pk = dev_setup(cs, seed=11)
+    w = synthesize(1024, 4, seed=5)
+    gpu.load_key(pk)
+    gpu.load_cs(cs)  # the matrices' coefficients are checked on upload, once per process
+    calls = []
+    inner = device.below_r_kernel
+    monkeypatch.setattr(device, "below_r_kernel", lambda cp_: calls.append(1) or inner(cp_))
+    p_raw = prove(pk, cs, w, 12, 34, gpu)
+    assert len(calls) == 1
+    calls.clear()
+    p_vec = prove(pk, cs, FrVector(w), 12, 34, gpu)
+    assert calls == []
+    for k in "abc":
+        assert np.array_equal(getattr(p_raw, k), getattr(p_vec, k)), k
+    assert verify(pk.vk, public_inputs(w, 4), p_vec)
+    bad = w.copy()  # negative: a raw witness >= r is still refused, at the one check
+    bad[7] = np.uint64(2**64 - 1)
+    with pytest.raises(ValueError, match="element 7 is not a reduced Fr value"):
+        prove(pk, cs, bad, 12, 34, gpu)

@@ -396,6 +396,17 @@ def test_bn254_file_is_named(kind, name):
     raises(kind, FIX / "bn254" / name, "BN254 (bn128)", "only BLS12-381 is supported")
 
 
+def test_read_wtns_gives_a_checked_fr_vector():
+    """The reader checks every value once and says so in the type: the prover and the kernels
+    take an FrVector as it is."""
+    from cuzk_ray.field import FrVector
+
+    w = read_wtns(FIX / "linear" / "witness_1.wtns")
+    assert isinstance(w, FrVector) and w.dtype == np.uint64 and w.shape[1] == 4
+    assert isinstance(w[1:3], FrVector) and len(w[1:3]) == 2
+    assert not isinstance(np.asarray(w), FrVector)  # numpy sees its limbs
+
+
 def test_witness_of_another_circuit(loaded):
     n = loaded["linear"][1].n_wires
     p = FIX / "pow2" / "witness_1.wtns"
