@@ -1,4 +1,4 @@
-"""BLS12-381 base field Fp and scalar field Fr: constants and limb-array conversions.
+"""BLS12-381 base field Fp and scalar field Fr: constants, limb-array conversions, FrVector (checked vectors).
 
 Conventions (DESIGN.md section 4):
 - Fr elements are ``uint64[n, 4]`` little-endian limbs, Fp elements ``uint64[n, 6]``.
@@ -23,6 +23,14 @@ FR_LIMBS = 4
 FP_LIMBS = 6
 FR_BYTES = 8 * FR_LIMBS
 FP_BYTES = 8 * FP_LIMBS
+
+
+def modulus_limbs(modulus: int, nlimbs: int) -> tuple[int, ...]:
+    """The 64-bit limbs of a modulus, least significant first (what limb-wise comparisons use)."""
+    return tuple((modulus >> (64 * k)) & (2**64 - 1) for k in range(nlimbs))
+
+
+FR_MOD_LIMBS = modulus_limbs(R_MOD, FR_LIMBS)  # r as u64 limbs: the one place r is split
 
 # Montgomery radices and their squares (what a GPU kernel multiplies by to enter Montgomery form).
 FR_R = pow(2, 256, R_MOD)
@@ -100,15 +108,20 @@ def int_vector(values) -> np.ndarray:
 
 
 def fr_vector(values) -> np.ndarray:
-    """Coerce ints, an object array or standard-form Fr limbs into an int vector mod r."""
-    if isinstance(values, np.ndarray) and values.dtype == np.uint64 and values.ndim == 2 and values.shape[1] == FR_LIMBS:
+    """Coerce ints, an object array, standard-form Fr limbs or a (host) FrVector into an int vector mod r."""
+    if isinstance(values, FrVector):
+        values = np.asarray(values.limbs)
+    if (isinstance(values, np.ndarray) and values.dtype == np.uint64 and values.ndim == 2
+            and values.shape[1] == FR_LIMBS):
         return limbs_to_ints(values) % R_MOD
     return int_vector(values) % R_MOD
 
 
 def as_fr_limbs(values) -> np.ndarray:
-    """Standard-form ``uint64[n, 4]`` from limbs (returned as a contiguous view when possible)
-    or from ints / an int vector (reduced mod r and converted)."""
+    """Standard-form ``uint64[n, 4]`` from limbs or a host FrVector (returned as a contiguous view
+    when possible) or from ints / an int vector (reduced mod r and converted)."""
+    if isinstance(values, FrVector):
+        values = np.asarray(values.limbs)
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
         return np.ascontiguousarray(values.reshape(-1, FR_LIMBS))
     return fr_to_limbs(fr_vector(values))
@@ -140,20 +153,42 @@ class FrVector:
         return int(self.limbs.nbytes)
 
     @property
+    def shape(self) -> tuple:
+        return tuple(self.limbs.shape)
+
+    @property
+    def dtype(self):
+        return self.limbs.dtype
+
+    def __array__(self, dtype=None, copy=None):
+        """The host limbs for numpy (np.asarray(v)); a device FrVector refuses, as cupy does."""
+        out = np.asarray(self.limbs)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    @property
     def on_device(self) -> bool:
         return hasattr(self.limbs, "__cuda_array_interface__")
 
 
-def first_not_below_r(limbs: np.ndarray) -> int:
-    """Index of the first row of standard-form limbs ``uint64[n, 4]`` that is >= r, or -1."""
-    less = np.zeros(limbs.shape[0], dtype=bool)
-    equal = np.ones(limbs.shape[0], dtype=bool)
-    for limb in range(FR_LIMBS - 1, -1, -1):
-        m = np.uint64((R_MOD >> (64 * limb)) & (2**64 - 1))
-        col = limbs[:, limb]
+def limbs_below(limbs, modulus: int, xp=np):
+    """bool[n]: which rows of ``uint64[n, k]`` (little-endian limbs) are < modulus (``xp``: numpy,
+    or cupy for a device array). Vectorized, most significant limb first."""
+    mod = modulus_limbs(modulus, limbs.shape[-1])
+    less = xp.zeros(limbs.shape[0], dtype=bool)
+    equal = xp.ones(limbs.shape[0], dtype=bool)
+    for i in range(len(mod) - 1, -1, -1):
+        m = np.uint64(mod[i])
+        col = limbs[:, i]
         less |= equal & (col < m)
         equal &= col == m
-    return -1 if less.all() else int(np.argmin(less))
+    return less
+
+
+def first_not_below_r(limbs, xp=np) -> int:
+    """Index of the first row of standard-form limbs ``uint64[n, 4]`` that is >= r, or -1
+    (``xp``: numpy, or cupy for a device array)."""
+    less = limbs_below(limbs, R_MOD, xp)
+    return -1 if bool(less.all()) else int(xp.argmin(less))
 
 
 def checked_fr(values, what: str) -> FrVector:

@@ -28,7 +28,7 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str =
     cs = circuit.build()
     pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id}, backend=setup_backend)
     if resolve_backend_name(setup_backend) == "cuda":
-        from .backends.cuda_setup import release_device_memory
+        from .cuda.device import release_device_memory
 
         release_device_memory()
     save_bundle(path, pk, cs)

@@ -37,7 +37,7 @@ class CsrMatrix:
         return len(self.indices)
 
     @classmethod
-    def from_coo(cls, rows, cols, data, n_rows: int, n_cols: int) -> "CsrMatrix":
+    def from_coo(cls, rows, cols, data, n_rows: int, n_cols: int) -> CsrMatrix:
         """Build from (row, col, coefficient) triples; coefficients are ints or ``uint64[nnz,4]``."""
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Time the CPU H computation: reference (qap.compute_h) against ntt_fast.compute_h_fast.
+"""Time the CPU H computation: reference (ref.qap.compute_h) against fast.ntt.compute_h_fast.
 
     PYTHONPATH=. python jobs/bench_cpu.py [--min-log 10] [--max-log 20] [--ref-max-log 16]
     PYTHONPATH=. python jobs/bench_cpu.py --alternatives   # the approaches not taken, at 2^16
@@ -27,8 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cuzk_ray import qap  # noqa: E402
+from cuzk_ray.domain import Domain  # noqa: E402
 from cuzk_ray.field import R_MOD, fr_to_limbs, fr_vector  # noqa: E402
+from cuzk_ray.ref import qap  # noqa: E402
 
 
 def best(fn, repeat):
@@ -127,7 +128,7 @@ def main() -> int:
 
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()}")
     t = time.perf_counter()
-    from cuzk_ray import ntt_fast
+    from cuzk_ray.fast import ntt as ntt_fast
     t_import = time.perf_counter() - t
     t = time.perf_counter()
     ntt_fast.compute_h_fast([1] * 16, [2] * 16, [3] * 16)
@@ -142,7 +143,7 @@ def main() -> int:
         n = 1 << log_n
         a, b, c = ([rng.randrange(R_MOD) for _ in range(n)] for _ in range(3))
         t = time.perf_counter()
-        ntt_fast._tables(n, "snarkjs")  # built once per process and size, then cached
+        ntt_fast.tables(Domain.of(n))  # built once per process and domain, then cached
         t_tables = time.perf_counter() - t
         (t_fast, cpu_fast), h = best(lambda: ntt_fast.compute_h_fast(a, b, c, threads=args.threads), args.repeat)
         if log_n <= args.ref_max_log:
@@ -155,7 +156,7 @@ def main() -> int:
             ref, ratio = f"{t_ref:12.4f}", f"{t_ref / t_fast:8.1f}x"
         else:
             ref, ratio = f"{'(skipped)':>12}", ""
-        print(f"{'2^%d' % log_n:>6} {ref} {t_fast:9.4f} {ratio:>9} {cpu_fast:11.4f} {t_tables:9.4f}", flush=True)
+        print(f"{f'2^{log_n}':>6} {ref} {t_fast:9.4f} {ratio:>9} {cpu_fast:11.4f} {t_tables:9.4f}", flush=True)
     print(f"load average after: {os.getloadavg()}")
     return 0
 

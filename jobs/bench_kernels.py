@@ -4,7 +4,7 @@
                                  [--msm-g2 L] [--fixed L]
         SIZES: "16-26" (default) or a comma list "20,24,27" of log2 sizes; "-" for no NTT/H table.
         --h-max: largest size for H (default: all); --pass: pass kernel(s), comma list, e.g.
-        ntt_pass,ntt_pass_w (see cuzk_ray.backends.cuda.PASS_KERNEL; default: its value);
+        ntt_pass,ntt_pass_w (see cuzk_ray.cuda.ntt.PASS_KERNEL; default: its value);
         --pass-bits "8,9": stages per pass to try (cuda.MAX_PASS_BITS; default: its value).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
@@ -39,7 +39,7 @@ G2 MSM: as the G1 MSM (wall-clock medians, bases (j + 2) * Q tiled from 1024 dis
 every result checked exactly), beside DESIGN.md's G2 target (<= 330 ms at 2^24, ~3x G1).
 Fixed-base: wall-clock of fixed_base_mul_gpu from device scalars to the numpy result on the host
 (the download included, as the setup uses it), median of N runs after a warm-up at 2^16; 64
-results of each run's output checked against arkworks (cuzk_ray.msm.fixed_base_mul_array).
+results of each run's output checked against arkworks (cuzk_ray.ref.msm.fixed_base_mul_array).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import sys
 
 import numpy as np
 
-from cuzk_ray.backends import cuda
+from cuzk_ray.cuda import ntt as cuda
 from cuzk_ray.field import R_MOD
 from cuzk_ray.kernels.loader import require_cupy
 
@@ -100,7 +100,8 @@ def parse_variants(arg: str) -> list[list[str]]:
 
 def main(argv: list[str]) -> None:
     cp = require_cupy()
-    sizes, runs, h_max, msm_sizes, spmv_sizes, setup_sizes = [16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26], 7, 40, [], [], []
+    sizes, runs, h_max = list(range(16, 27)), 7, 40
+    msm_sizes, spmv_sizes, setup_sizes = [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables = [], [], []
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> None:
         elif a == "--g1-defines":
             g1_variants = parse_variants(args.pop(0))
         elif a == "--seg-max":
-            from cuzk_ray.backends import cuda_msm
+            from cuzk_ray.cuda import msm as cuda_msm
 
             cuda_msm.SEG_MAX = int(args.pop(0))
         elif a == "--g1-table":
@@ -144,7 +145,7 @@ def main(argv: list[str]) -> None:
         else:
             sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
+    print(f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, GPU: {props['name'].decode()}, "
           f"runs={runs} (median after warm-up), python jobs/bench_kernels.py {' '.join(argv)}")
     if sizes:
         mul_throughput(cp)
@@ -217,12 +218,12 @@ def porep_circuit(log_n: int):
 
 def check_abc(cp, cs, w, abc, rng) -> bool:
     """c = a * b on the constraint rows (the witness satisfies cs) and 8 random rows against the CPU."""
-    from cuzk_ray.backends import cuda_spmv
+    from cuzk_ray.cuda import spmv as cuda_spmv
     from cuzk_ray.field import limbs_to_ints
 
     m = cs.n_constraints
     ab = cp.empty_like(abc[0])
-    cuda_spmv._launch("fr_mul_std", ab.shape[0], (ab, abc[0], abc[1], np.uint64(ab.shape[0])))
+    cuda_spmv.launch("fr_mul_std", ab.shape[0], (ab, abc[0], abc[1], np.uint64(ab.shape[0])))
     ok = bool(cp.array_equal(ab[:m], abc[2, :m]))
     rows = [0, m - 1] + [int(j) for j in rng.integers(0, m, 6)]
     got = [limbs_to_ints(cp.asnumpy(abc[i, rows])) for i in range(3)]
@@ -236,9 +237,9 @@ def check_abc(cp, cs, w, abc, rng) -> bool:
 def bench_spmv(cp, sizes, runs: int) -> None:
     import time
 
-    from cuzk_ray.backends import cuda_spmv
-    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.backends.cuda import CudaBackend
     from cuzk_ray.circuits.porep import synthesize
+    from cuzk_ray.cuda import spmv as cuda_spmv
 
     be = CudaBackend()
     rng = np.random.default_rng(5)
@@ -262,7 +263,8 @@ def bench_spmv(cp, sizes, runs: int) -> None:
         pure_h = time_ms(cp, lambda: cuda.compute_h_device(abc.copy()), runs)
         abc = None
         nnz = sum(m.nnz for m in (cs.A, cs.B, cs.C))
-        print(f"| {log_n} | {nnz} | {build_s:.1f} | {load_s:.2f} | {dcs.nbytes / 2**20:.0f} | {abc_ms:.3f} | {mul_ms:.3f} | "
+        print(f"| {log_n} | {nnz} | {build_s:.1f} | {load_s:.2f} | {dcs.nbytes / 2**20:.0f} | {abc_ms:.3f} "
+              f"| {mul_ms:.3f} | "
               f"{pure_h:.3f} | {h_ms:.3f} | {host_ms:.3f} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
         be._systems.clear()
         dcs = wd = None
@@ -273,9 +275,9 @@ def bench_setup(cp, sizes, runs: int) -> None:
     import random
     import time
 
-    from cuzk_ray.backends.cuda_setup import setup_scalars
+    from cuzk_ray.cuda.setup import setup_scalars
+    from cuzk_ray.domain import domain_size
     from cuzk_ray.field import limbs_to_ints, root_of_unity
-    from cuzk_ray.qap import domain_size
 
     rng = random.Random(3)
     print("\n| log2 n | setup scalars s (GPU, wall, median) | min s |")
@@ -299,7 +301,8 @@ def bench_setup(cp, sizes, runs: int) -> None:
             ok &= int(limbs_to_ints(sc["h"][j : j + 1])[0]) == x * pow(tau - x, -1, R_MOD) * fac % R_MOD
         u, v, w_, ic = (limbs_to_ints(sc[k][: p + 1]) for k in ("u", "v", "w", "ic"))
         ok &= list(ic * gamma % R_MOD) == list((beta * u + alpha * v + w_) % R_MOD)
-        print(f"| {log_n} | {statistics.median(times):.2f} | {min(times):.2f} |" + ("" if ok else "  RESULT CHECK FAILED"),
+        print(f"| {log_n} | {statistics.median(times):.2f} | {min(times):.2f} |"
+              + ("" if ok else "  RESULT CHECK FAILED"),
               flush=True)
         del sc
         cp.get_default_memory_pool().free_all_blocks()
@@ -333,7 +336,7 @@ def msm_scalars(cp, n: int, kind: str, seed: int):
 
 def msm_expected(cp, sc, start, period: int):
     """Oracle for bases P_i = (i mod period + 2) * start: (sum_i s_i (i mod period + 2) mod r) * start."""
-    from cuzk_ray.backends import g1_ref
+    from cuzk_ray.ref import g1 as g1_ref
 
     return g1_ref.affine_mul(msm_expected_scalar(cp, sc, period), start)
 
@@ -369,7 +372,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
     import dataclasses
     import time
 
-    from cuzk_ray.backends.cuda_msm import default_window, msm, prepare_bases, split_scalars
+    from cuzk_ray.cuda.msm import default_window, msm, prepare_bases, split_scalars
 
     groups = [("", g)] + [(" [" + ",".join(d) + "]", dataclasses.replace(g, defines=tuple(d))) for d in variants]
     floor, published, target = figures
@@ -409,8 +412,9 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
             name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "")
             at24 = log_n == 24
             print(f"| {log_n} | {name} | {c} | {statistics.median(times):.2f} | {min(times):.2f} "
-                  f"| ~{floor * n / 2**24:.{1 if n >= 2**20 else 2}f} | {published if at24 else ''} | {target if at24 else ''} "
-                  f"| {phase_ms(msm, gv, bases, sc, window, use_table=use)} |" + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
+                  f"| ~{floor * n / 2**24:.{1 if n >= 2**20 else 2}f} | {published if at24 else ''} "
+                  f"| {target if at24 else ''} | {phase_ms(msm, gv, bases, sc, window, use_table=use)} |"
+                  + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         bases = None
         prepared.clear()
@@ -419,9 +423,9 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
 
 
 def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
-    from cuzk_ray.backends import g1_ref
-    from cuzk_ray.backends.cuda_msm import G1
+    from cuzk_ray.cuda.msm import G1
     from cuzk_ray.field import fp_to_limbs, limbs_to_ints
+    from cuzk_ray.ref import g1 as g1_ref
 
     rng = np.random.default_rng(11)
     start = g1_ref.affine_mul(int(rng.integers(1, 2**62)), g1_ref.G1_GEN)
@@ -442,7 +446,7 @@ def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
 def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
     from py_arkworks_bls12381 import G2Point, Scalar
 
-    from cuzk_ray.backends.cuda_msm import G2
+    from cuzk_ray.cuda.msm import G2
     from cuzk_ray.curve import g2_array
 
     start = G2Point() * Scalar(int(np.random.default_rng(12).integers(1, 2**62)))
@@ -462,8 +466,8 @@ def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> No
 def bench_fixed_base(cp, sizes, runs: int) -> None:
     import time
 
-    from cuzk_ray.backends.cuda_fixed_base import fixed_base_mul_gpu
-    from cuzk_ray.msm import fixed_base_mul_array
+    from cuzk_ray.cuda.fixed_base import fixed_base_mul_gpu
+    from cuzk_ray.ref.msm import fixed_base_mul_array
 
     print(f"\n| log2 n | group | fixed-base ms (median of {runs}, to host) | M points/s |")
     print("|---:|---|---:|---:|")
@@ -482,7 +486,8 @@ def bench_fixed_base(cp, sizes, runs: int) -> None:
             want = fixed_base_mul_array(group, cp.asnumpy(sc[cp.asarray(idx)]), workers=1)
             ok = np.array_equal(out[idx], want)
             ms = statistics.median(times)
-            print(f"| {log_n} | {group} | {ms:.1f} | {(1 << log_n) / ms / 1e3:.1f} |" + ("" if ok else "  RESULT CHECK FAILED"),
+            print(f"| {log_n} | {group} | {ms:.1f} | {(1 << log_n) / ms / 1e3:.1f} |"
+                  + ("" if ok else "  RESULT CHECK FAILED"),
                   flush=True)
             del sc, out
             cp.get_default_memory_pool().free_all_blocks()

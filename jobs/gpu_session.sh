@@ -11,8 +11,9 @@
 #     prove:NAME:OVERRIDES       jobs/prove.py backend=cuda OVERRIDES (one quoted argument, space-separated)
 #     bench:NAME:OVERRIDES       jobs/bench.py hardware=h200 plots=false OVERRIDES (likewise)
 #
-# Kernels come precompiled when .cubin/ travels (python -m cuzk_ray.kernels.build --out .cubin
-# here); otherwise NVRTC compiles them on the device (~2 min for the MSM modules).
+# Kernels come precompiled when .cubin/ travels (python -m cuzk_ray.kernels.build --tests --out
+# .cubin here; --tests adds ff_test.cu, which only the gpu tests load); otherwise NVRTC compiles
+# them on the device (~2 min for the MSM modules).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/gpu-session}

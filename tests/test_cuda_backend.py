@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="
 @pytest.fixture(scope="module")
 def backends():
     from cuzk_ray.backends.cpu import CpuBackend
-    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.backends.cuda import CudaBackend
 
     return CpuBackend(), CudaBackend()
 
@@ -39,7 +39,7 @@ def test_gpu_proof_equals_cpu_proof(backends, constraints, public):
 
 
 def test_vram_check_names_the_shortfall(backends, monkeypatch):
-    from cuzk_ray.backends import gpu as gpu_mod
+    from cuzk_ray.backends import cuda as gpu_mod
     from cuzk_ray.circuits.porep import build_circuit
     from cuzk_ray.groth16.setup import dev_setup
 
@@ -85,7 +85,7 @@ def test_stage_uploads_once_and_gpu_time_is_counted_per_context(backends):
     w = rng.integers(0, 2**63, size=(4099, 4), dtype=np.uint64)
     w[:, 3] &= (1 << 60) - 1  # < r
     dev = gpu.stage(w)
-    assert isinstance(dev, cp.ndarray) and np.array_equal(dev.get(), w)
+    assert isinstance(dev.limbs, cp.ndarray) and np.array_equal(dev.limbs.get(), w)  # an FrVector on the device
     assert gpu.stage(dev) is dev
     with gpu.account() as mine:
         h = gpu.submit(gpu.compute_h, w[:4096], w[1:4097], w[2:4098]).result()
@@ -123,7 +123,42 @@ def test_one_gpu_actor_overlaps_partitions_when_concurrent(tmp_path, concurrency
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     assert all(r.times["gpu"] > 0 and "upload" in r.times for r in batch.results)
     assert sum(r.times["gpu"] for r in batch.results) <= batch.wall_s
-    spans = sorted((min(a for st, a, _ in r.spans if st != "synthesis"), max(b for st, _, b in r.spans if st != "synthesis"))
+    spans = sorted((min(a for st, a, _ in r.spans if st != "synthesis"),
+                    max(b for st, _, b in r.spans if st != "synthesis"))
                    for r in batch.results)
     overlapping = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
     assert overlapping == (concurrency == 2), spans
+
+
+def test_a_partition_is_range_checked_once_raw_and_never_as_an_fr_vector(backends, monkeypatch):
+    """The cuda path checks a raw witness once (stage) and an FrVector witness not at all: every
+    later kernel (spmv, the five MSMs) takes the checked FrVector as it is. Counted at the one
+    device check (cuda.device.below_r_kernel)."""
+    from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
+    from cuzk_ray.cuda import device
+    from cuzk_ray.field import FrVector
+    from cuzk_ray.groth16.prover import prove
+    from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.groth16.verifier import verify
+
+    _cpu, gpu = backends
+    cs = build_circuit(1024, 4)
+    pk = dev_setup(cs, seed=11)
+    w = synthesize(1024, 4, seed=5)
+    gpu.load_key(pk)
+    gpu.load_cs(cs)  # the matrices' coefficients are checked on upload, once per process
+    calls = []
+    inner = device.below_r_kernel
+    monkeypatch.setattr(device, "below_r_kernel", lambda cp_: calls.append(1) or inner(cp_))
+    p_raw = prove(pk, cs, w, 12, 34, gpu)
+    assert len(calls) == 1
+    calls.clear()
+    p_vec = prove(pk, cs, FrVector(w), 12, 34, gpu)
+    assert calls == []
+    for k in "abc":
+        assert np.array_equal(getattr(p_raw, k), getattr(p_vec, k)), k
+    assert verify(pk.vk, public_inputs(w, 4), p_vec)
+    bad = w.copy()  # negative: a raw witness >= r is still refused, at the one check
+    bad[7] = np.uint64(2**64 - 1)
+    with pytest.raises(ValueError, match="element 7 is not a reduced Fr value"):
+        prove(pk, cs, bad, 12, 34, gpu)

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from cuzk_ray.backends import g1_ref
 from cuzk_ray.field import Q_MOD, R_MOD
+from cuzk_ray.ref import g1 as g1_ref
 
 ark = pytest.importorskip("py_arkworks_bls12381")
 

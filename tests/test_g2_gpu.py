@@ -15,18 +15,17 @@ import random
 
 import numpy as np
 import pytest
-
 from gpu import require_gpu
 
 cp = require_gpu()
 
 from py_arkworks_bls12381 import G2Point, Scalar  # noqa: E402
 
-from cuzk_ray import msm as cpu_msm  # noqa: E402
-from cuzk_ray.backends import cuda_msm  # noqa: E402
-from cuzk_ray.backends.cuda_fixed_base import fixed_base_mul_gpu  # noqa: E402
+from cuzk_ray.cuda import msm as cuda_msm  # noqa: E402
+from cuzk_ray.cuda.fixed_base import fixed_base_mul_gpu  # noqa: E402
 from cuzk_ray.curve import g2_array, g2_points  # noqa: E402
 from cuzk_ray.field import R_MOD, fr_to_limbs  # noqa: E402
+from cuzk_ray.ref import msm as cpu_msm  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
@@ -138,7 +137,7 @@ def test_bad_inputs():
 
 def test_backend_msm_g2_resident_and_slices():
     from cuzk_ray.backends.cpu import CpuBackend
-    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.backends.cuda import CudaBackend
     from cuzk_ray.circuits.porep import build_circuit
     from cuzk_ray.groth16.setup import dev_setup
 

@@ -8,8 +8,8 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_ray.backends import g2_ref
 from cuzk_ray.field import FP_LIMBS, FP_R, Q_MOD, R_MOD, fp_to_limbs
+from cuzk_ray.ref import g2 as g2_ref
 
 ark = pytest.importorskip("py_arkworks_bls12381")
 
@@ -78,7 +78,7 @@ def test_xyzz_formulas_match_affine():
 
 def test_group_layouts_match_arkworks_bytes():
     """cuda_msm's G2 limb helpers (CPU code) against curve.g2_array, Montgomery rows included."""
-    from cuzk_ray.backends.cuda_msm import G1, G2, _xyzz_rows_to_ints
+    from cuzk_ray.cuda.msm import G1, G2, xyzz_rows_to_ints
     from cuzk_ray.curve import g1_array, g1_coords, g2_array
 
     rng = random.Random(4)
@@ -92,13 +92,13 @@ def test_group_layouts_match_arkworks_bytes():
     X = scale(aff, rand_fp2(rng))
     flat = [c for e in X for c in e]
     rows = fp_to_limbs([v * FP_R % Q_MOD for v in flat]).reshape(1, 4, 2, FP_LIMBS)
-    (got,) = _xyzz_rows_to_ints(G2, rows)
+    (got,) = xyzz_rows_to_ints(G2, rows)
     assert got == X and g2_ref.xyzz_to_affine(got) == aff
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_fixed_base_window_table(group):
-    from cuzk_ray.backends.cuda_fixed_base import window_table
+    from cuzk_ray.cuda.fixed_base import window_table
     from cuzk_ray.curve import g1_array, g2_array
 
     tab = window_table(group)

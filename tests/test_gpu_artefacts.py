@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import snarkjs_verify
+
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
 from cuzk_ray.groth16.verifier import verify
 

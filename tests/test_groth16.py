@@ -2,22 +2,28 @@
 
 import numpy as np
 import pytest
+from conftest import snarkjs_verify
 from py_arkworks_bls12381 import G1Point
 
-from cuzk_ray import qap
 from cuzk_ray.backends.cpu import CpuBackend
 from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
 from cuzk_ray.curve import g1_array, g1_points
 from cuzk_ray.field import R_MOD, limbs_to_ints
-from cuzk_ray.formats.snarkjs_json import (proof_json, public_json, read_proof, read_public,
-                                           read_verification_key, verification_key_json, write_json_atomic)
+from cuzk_ray.formats.snarkjs_json import (
+    proof_json,
+    public_json,
+    read_proof,
+    read_public,
+    read_verification_key,
+    verification_key_json,
+    write_json_atomic,
+)
 from cuzk_ray.groth16.keys import Proof
 from cuzk_ray.groth16.prover import prove, prove_from_abc, prove_from_h
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.groth16.verifier import verify
 from cuzk_ray.r1cs import ConstraintSystem, CsrMatrix
-
-from conftest import snarkjs_verify
+from cuzk_ray.ref import qap
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +123,8 @@ def test_dev_setup_is_deterministic():
 def test_dev_setup_fixed_base_on_the_gpu_path(monkeypatch):
     """fixed_base="cuda" hands standard-form limbs to cuda_fixed_base.fixed_base_mul_gpu (here a
     stand-in on the CPU; the GPU function itself is checked in tests/test_g2_gpu.py)."""
-    from cuzk_ray.backends import cuda_fixed_base
-    from cuzk_ray.msm import fixed_base_mul_array
+    from cuzk_ray.cuda import fixed_base as cuda_fixed_base
+    from cuzk_ray.ref.msm import fixed_base_mul_array
 
     calls = []
 

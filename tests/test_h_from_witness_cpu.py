@@ -5,7 +5,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from cuzk_ray import qap
 from cuzk_ray.backends import cuda_available
 from cuzk_ray.backends.cpu import CpuBackend
 from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
@@ -13,6 +12,7 @@ from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints
 from cuzk_ray.groth16 import setup
 from cuzk_ray.groth16.prover import prove
 from cuzk_ray.groth16.verifier import verify
+from cuzk_ray.ref import qap
 from cuzk_ray.timing import StageTimes
 
 
@@ -126,7 +126,7 @@ def test_cpu_backend_without_numba_falls_back_to_the_reference_h(monkeypatch):
     rng = np.random.default_rng(1)
     a, b, c = (rng.integers(0, 2**60, size=(16, 4), dtype=np.uint64) for _ in range(3))
     want = CpuBackend(fast_h_min_size=0).compute_h(a, b, c)  # numba path
-    monkeypatch.setitem(sys.modules, "cuzk_ray.ntt_fast", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "cuzk_ray.fast.ntt", None)  # import now raises ImportError
     be = CpuBackend(fast_h_min_size=0)
     be.warm_up()
     assert be.fast_h_min_size == float("inf")

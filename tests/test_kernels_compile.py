@@ -18,7 +18,8 @@ SOURCES = sorted(KERNELS.rglob("*.cu"))
 
 
 def test_there_are_kernels():
-    assert {p.name for p in SOURCES} >= {"ff_test.cu", "ntt.cu", "msm.cu", "msm_g2.cu", "fixed_base.cu", "spmv.cu"}
+    assert {p.name for p in SOURCES} >= {"ff_test.cu", "ntt.cu", "msm.cu", "msm_g2.cu", "fixed_base.cu", "spmv.cu",
+                                         "setup.cu"}
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: str(p.relative_to(KERNELS)))
@@ -41,9 +42,30 @@ def test_cubin_key_follows_every_source(tmp_path, monkeypatch):
     assert loader.module_hash("ntt.cu", "sm_90") == before  # deterministic
     assert loader.module_hash("ntt.cu", "sm_80") != before
     assert loader.module_hash("msm.cu", "sm_90") != before
+    msm_before = loader.module_hash("msm.cu", "sm_90")
+    own = tmp_path / "k" / "ntt.cu"
+    own.write_text(own.read_text() + "\n// changed\n")
+    assert loader.module_hash("ntt.cu", "sm_90") != before  # the module's own source changed
+    assert loader.module_hash("msm.cu", "sm_90") == msm_before  # ... which is not in msm.cu's key
+    before = loader.module_hash("ntt.cu", "sm_90")
     header = tmp_path / "k" / "ff" / "ptx.cuh"
     header.write_text(header.read_text() + "\n// changed\n")
     assert loader.module_hash("ntt.cu", "sm_90") != before  # an included header changed
+
+
+def test_test_only_kernels_stay_out_of_the_production_build(tmp_path, monkeypatch):
+    """ff_test.cu is built only with --tests, and editing it leaves every production cubin key as it was."""
+    assert "ff_test.cu" in loader.TEST_MODULES
+    assert "ff_test.cu" not in build.modules() and "ff_test.cu" in build.modules(tests=True)
+    assert {"ntt.cu", "msm.cu", "msm_g2.cu", "fixed_base.cu", "spmv.cu", "setup.cu"} <= set(build.modules())
+    shutil.copytree(KERNELS, tmp_path / "k", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    monkeypatch.setattr(loader, "KERNEL_DIR", tmp_path / "k")
+    keys = {m: loader.module_hash(m, "sm_90") for m in build.modules()}
+    test_before = loader.module_hash("ff_test.cu", "sm_90")
+    src = tmp_path / "k" / "ff_test.cu"
+    src.write_text(src.read_text() + "\n// changed\n")
+    assert {m: loader.module_hash(m, "sm_90") for m in build.modules()} == keys
+    assert loader.module_hash("ff_test.cu", "sm_90") != test_before  # negative: its own key moves
 
 
 def test_build_without_nvcc_is_one_line_error(monkeypatch, capsys):

@@ -12,16 +12,16 @@ import random
 
 import numpy as np
 import pytest
-
 from gpu import require_gpu
 
 cp = require_gpu()
 
-from cuzk_ray import ntt as ref  # noqa: E402
-from cuzk_ray import qap  # noqa: E402
-from cuzk_ray.backends import cuda  # noqa: E402
+from cuzk_ray.cuda import msm as cuda_msm  # noqa: E402
+from cuzk_ray.cuda import ntt as cuda  # noqa: E402
 from cuzk_ray.field import Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints, root_of_unity  # noqa: E402
 from cuzk_ray.kernels.loader import get_kernel  # noqa: E402
+from cuzk_ray.ref import ntt as ref  # noqa: E402
+from cuzk_ray.ref import qap  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
@@ -53,7 +53,8 @@ def with_edges(values, p):
 
 # ------------------------------------------------------------------------------- field arithmetic
 
-OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8, "raw_mul_wide": 9}
+OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8,
+       "raw_mul_wide": 9}
 
 
 def expected(op, a, b, p, nbits):
@@ -91,7 +92,8 @@ def test_field_ops(field, op, rng):
     got = run_field(f"{field}_test", to_limbs, p, nbits, op, a, b)
     want = [expected(op, x, y, p, nbits) for x, y in zip(a, b)]
     bad = [i for i in range(len(a)) if got[i] != want[i]]
-    assert not bad, f"{field} {op}: {len(bad)} mismatches, first at {bad[0]} (a={a[bad[0]]}, b={b[bad[0]]}), seed {SEED}"
+    assert not bad, (f"{field} {op}: {len(bad)} mismatches, first at {bad[0]} (a={a[bad[0]]}, b={b[bad[0]]}), "
+                     f"seed {SEED}")
     # Negative check: the comparison can tell ops apart (a wrong op would be caught).
     if op == "mul":
         assert got != [expected("add", x, y, p, nbits) for x, y in zip(a, b)]
@@ -100,8 +102,10 @@ def test_field_ops(field, op, rng):
 @pytest.mark.parametrize("op", ["mul", "sqr"])
 def test_fp2(op, rng):
     n = 2000
-    a = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)] + [(0, 0), (1, 0), (0, 1), (Q_MOD - 1, Q_MOD - 1)]
-    b = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)] + [(Q_MOD - 1, 1), (0, 1), (0, 1), (Q_MOD - 1, 0)]
+    a = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)]
+    a += [(0, 0), (1, 0), (0, 1), (Q_MOD - 1, Q_MOD - 1)]
+    b = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)]
+    b += [(Q_MOD - 1, 1), (0, 1), (0, 1), (Q_MOD - 1, 0)]
     fn = get_kernel("ff_test.cu", "fp2_test")
     da = cp.asarray(fp_to_limbs([v for pair in a for v in pair]))
     db = cp.asarray(fp_to_limbs([v for pair in b for v in pair]))
@@ -118,7 +122,7 @@ def test_fp2(op, rng):
 # ------------------------------------------------------------------------------- NTT, exhaustive
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _oracle_cached(x: tuple, inverse, shift, convention):
     return tuple(oracle_uncached(np.array(x, dtype=object), inverse, shift, convention))
 
@@ -143,7 +147,7 @@ def test_ntt_matches_oracle(log_n, convention, rng, pass_kernel):
     shift = rng.randrange(2, R_MOD)
     for inverse in (False, True):
         for s in (None, shift):
-            got = cuda.ntt(x, inverse=inverse, shift=s, convention=convention)
+            got = cuda.ntt(x, inverse=inverse, shift=s, domain=convention)
             assert got.shape == x.shape and got.dtype == np.uint64
             for row, vals in enumerate(rows):
                 want = oracle(np.array(vals, dtype=object), inverse, s, convention)
@@ -151,7 +155,7 @@ def test_ntt_matches_oracle(log_n, convention, rng, pass_kernel):
                     f"n={n} {convention} inverse={inverse} shift={s} row {row}, seed {SEED}")
     # single vector shape [n, 4] and the input left untouched
     x0 = x[0].copy()
-    got = cuda.ntt(x[0], convention=convention)
+    got = cuda.ntt(x[0], domain=convention)
     assert np.array_equal(x[0], x0)
     assert list(limbs_to_ints(got)) == list(ref.ntt(np.array(rows[0], dtype=object), convention))
 
@@ -169,11 +173,11 @@ def test_ntt_pass_kernels_agree(log_n, kernel, bits, rng, monkeypatch):
     cases = [(False, None, "snarkjs"), (True, None, "native"), (False, shift, "native"), (True, shift, "snarkjs")]
     monkeypatch.setattr(cuda, "MAX_PASS_BITS", 8)
     monkeypatch.setattr(cuda, "PASS_KERNEL", "ntt_pass")
-    want = [cuda.ntt_device(x, inverse=i, shift=s, convention=c) for i, s, c in cases]
+    want = [cuda.ntt_device(x, inverse=i, shift=s, domain=c) for i, s, c in cases]
     monkeypatch.setattr(cuda, "MAX_PASS_BITS", bits)
     monkeypatch.setattr(cuda, "PASS_KERNEL", kernel)
     for (i, s, c), w in zip(cases, want):
-        got = cuda.ntt_device(x, inverse=i, shift=s, convention=c)
+        got = cuda.ntt_device(x, inverse=i, shift=s, domain=c)
         assert cp.array_equal(got, w), f"{kernel} bits={bits} n=2^{log_n} inverse={i} shift={s} {c}, seed {SEED}"
     assert cp.array_equal(cuda.ntt_device(want[0], inverse=True), x)
     if log_n <= 20:  # compute_h: DIF inverse passes, then DIT forward passes
@@ -186,7 +190,7 @@ def test_ntt_pass_kernels_agree(log_n, kernel, bits, rng, monkeypatch):
 
 def test_ntt_conventions_differ_and_zero(rng):
     x = fr_to_limbs(rand_fr(rng, 64))
-    assert not np.array_equal(cuda.ntt(x, convention="snarkjs"), cuda.ntt(x, convention="native"))
+    assert not np.array_equal(cuda.ntt(x, domain="snarkjs"), cuda.ntt(x, domain="native"))
     z = np.zeros((3, 256, 4), dtype=np.uint64)
     assert not cuda.ntt(z).any() and not cuda.ntt(z, inverse=True, shift=5).any()
 
@@ -227,8 +231,8 @@ def test_ntt_large(log_n, rng):
     assert not cp.array_equal(y, x)
     assert cp.array_equal(cuda.ntt_device(y, inverse=True), x), f"round trip n=2^{log_n}, seed {SEED}"
     y = None
-    ys = cuda.ntt_device(x, shift=shift, convention="native")
-    assert cp.array_equal(cuda.ntt_device(ys, inverse=True, shift=shift, convention="native"), x)
+    ys = cuda.ntt_device(x, shift=shift, domain="native")
+    assert cp.array_equal(cuda.ntt_device(ys, inverse=True, shift=shift, domain="native"), x)
     # spot checks of dense random input against naive evaluation (O(n) per index on the CPU)
     if log_n <= 16:
         xs = limbs_to_ints(cp.asnumpy(x[0]))
@@ -257,7 +261,7 @@ def test_ntt_large(log_n, rng):
 # ------------------------------------------------------------------------------- H
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def h_oracle(a: tuple, b: tuple, c: tuple, convention):
     arr = [np.array(v, dtype=object) for v in (a, b, c)]
     return list(qap.compute_h(*arr, convention))
@@ -270,7 +274,7 @@ def test_compute_h_matches_oracle(log_n, convention, rng, pass_kernel):
     a, b, c = rand_fr(rng, n), rand_fr(rng, n), rand_fr(rng, n)
     if log_n >= 2:
         a[0], b[1], c[2] = R_MOD - 1, 0, R_MOD - 1
-    got = cuda.compute_h(fr_to_limbs(a), fr_to_limbs(b), fr_to_limbs(c), convention=convention)
+    got = cuda.compute_h(fr_to_limbs(a), fr_to_limbs(b), fr_to_limbs(c), domain=convention)
     want = h_oracle(tuple(a), tuple(b), tuple(c), convention)
     assert got.shape == (n, 4)
     assert list(limbs_to_ints(got)) == list(want), f"compute_h n={n} {convention}, seed {SEED}"
@@ -291,8 +295,8 @@ def test_compute_h_satisfied_constraints(rng):
 
 # ------------------------------------------------------------------------------- G1 MSM
 
-from cuzk_ray.backends import g1_ref  # noqa: E402
 from cuzk_ray.field import FP_LIMBS  # noqa: E402
+from cuzk_ray.ref import g1 as g1_ref  # noqa: E402
 
 
 def g1_rows(points):
@@ -329,7 +333,7 @@ def msm_case():
 def test_msm_g1_matches_reference(msm_case, window):
     pts, sc, want = msm_case
     assert want is not None and g1_ref.on_curve(want)
-    got = cuda.msm_g1(g1_rows(pts), fr_to_limbs(sc), window=window)
+    got = cuda_msm.msm_g1(g1_rows(pts), fr_to_limbs(sc), window=window)
     assert got.shape == (2, FP_LIMBS) and got.dtype == np.uint64
     assert g1_from_row(got) == want, f"msm window={window}, seed {SEED}"
 
@@ -339,16 +343,16 @@ def test_msm_g1_negative_and_edges(msm_case):
     rows, limbs = g1_rows(pts), fr_to_limbs(sc)
     tampered = list(sc)
     tampered[50] = (tampered[50] + 1) % R_MOD
-    assert g1_from_row(cuda.msm_g1(rows, fr_to_limbs(tampered))) != want
-    assert not cuda.msm_g1(rows, fr_to_limbs([0] * len(sc))).any()  # all-zero scalars -> infinity
+    assert g1_from_row(cuda_msm.msm_g1(rows, fr_to_limbs(tampered))) != want
+    assert not cuda_msm.msm_g1(rows, fr_to_limbs([0] * len(sc))).any()  # all-zero scalars -> infinity
     # device-resident inputs give the same answer
-    assert g1_from_row(cuda.msm_g1(cp.asarray(rows), cp.asarray(limbs))) == want
+    assert g1_from_row(cuda_msm.msm_g1(cp.asarray(rows), cp.asarray(limbs))) == want
     # P + (-P) alone is infinity
     p = pts[13]
     pair = g1_rows([p, (p[0], (-p[1]) % Q_MOD)])
-    assert not cuda.msm_g1(pair, fr_to_limbs([7, 7])).any()
+    assert not cuda_msm.msm_g1(pair, fr_to_limbs([7, 7])).any()
     with pytest.raises(ValueError, match="shape"):
-        cuda.msm_g1(rows[:10], limbs)
+        cuda_msm.msm_g1(rows[:10], limbs)
 
 
 def test_msm_g1_bit_scalars():
@@ -364,4 +368,4 @@ def test_msm_g1_bit_scalars():
     for b, p in zip(bits, pts):
         if b:
             want = g1_ref.affine_add(want, p)
-    assert g1_from_row(cuda.msm_g1(g1_rows(pts), fr_to_limbs(bits))) == want
+    assert g1_from_row(cuda_msm.msm_g1(g1_rows(pts), fr_to_limbs(bits))) == want

@@ -15,13 +15,13 @@ import random
 
 import numpy as np
 import pytest
-
 from gpu import require_gpu
 
 cp = require_gpu()
 
-from cuzk_ray.backends import cuda_msm, g1_ref  # noqa: E402
+from cuzk_ray.cuda import msm as cuda_msm  # noqa: E402
 from cuzk_ray.field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints  # noqa: E402
+from cuzk_ray.ref import g1 as g1_ref  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
@@ -287,25 +287,25 @@ def _limb_row(v: int) -> list:
 
 
 def test_scalar_range_check_on_device(monkeypatch):
-    """cupy scalars go through the one-pass device check (cuda._below_r): values < r pass
+    """cupy scalars go through the one-pass device check (cuda.device.below_r_kernel): values < r pass
     untouched; r, r + 1, 2^256 - 1 and values equal to r in the top limbs but larger below are
     refused with the row's index, in [n, 4] and [batch, n, 4] shapes."""
-    from cuzk_ray.backends import cuda
+    from cuzk_ray.cuda import device as cuda
 
     calls = []
-    inner = cuda._below_r
+    inner = cuda.below_r_kernel
 
     def spy(cp_):
         calls.append(1)
         return inner(cp_)
 
-    monkeypatch.setattr(cuda, "_below_r", spy)
+    monkeypatch.setattr(cuda, "below_r_kernel", spy)
     r = R_MOD
     rl = _limb_row(r)
     good = [0, 1, r - 1, r - 2, (r >> 64) << 64, rl[3] << 192]
     rows = np.array([_limb_row(v) for v in good * 200], dtype=np.uint64)
     x = cp.asarray(rows)
-    assert cuda._check_fr(x, "t") is x and calls
+    assert cuda.check_fr_array(x, "t") is x and calls
     bad = [r, r + 1, 2**256 - 1, (rl[3] << 192) | (rl[2] << 128) | ((rl[1] + 1) << 64),
            (rl[3] << 192) | ((rl[2] + 1) << 128)]
     for v in bad:
@@ -314,9 +314,9 @@ def test_scalar_range_check_on_device(monkeypatch):
             y = rows.copy()
             y[j] = _limb_row(v)
             with pytest.raises(ValueError, match=f"element {j} is not a reduced Fr value"):
-                cuda._check_fr(cp.asarray(y), "t")
+                cuda.check_fr_array(cp.asarray(y), "t")
         z = np.stack([rows, rows])
         z[1, 3] = _limb_row(v)
         with pytest.raises(ValueError, match=f"element {len(rows) + 3} is not"):
-            cuda._check_fr(cp.asarray(z), "t", ndims=(2, 3))
-    assert cuda._check_fr(cp.asarray(np.stack([rows, rows])), "t", ndims=(2, 3)).shape == (2, len(rows), 4)
+            cuda.check_fr_array(cp.asarray(z), "t", ndims=(2, 3))
+    assert cuda.check_fr_array(cp.asarray(np.stack([rows, rows])), "t", ndims=(2, 3)).shape == (2, len(rows), 4)

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
-from cuzk_ray import fr_kernels, ntt, ntt_fast, qap
+from cuzk_ray.fast import fr_kernels
+from cuzk_ray.fast import ntt as ntt_fast
 from cuzk_ray.field import R_MOD, fr_to_limbs, fr_vector, root_of_unity
+from cuzk_ray.ref import ntt, qap
 
 CONVS = ["snarkjs", "native"]
 SIZES = [1 << k for k in range(13)]  # 2^0 .. 2^12

@@ -1,7 +1,7 @@
 import pytest
 
-from cuzk_ray import ntt, qap
 from cuzk_ray.field import R_MOD, int_vector, root_of_unity
+from cuzk_ray.ref import ntt, qap
 
 
 def _rand(rng, n):
@@ -77,7 +77,7 @@ def test_lagrange_at_interpolates(rng):
     coeffs = _rand(rng, n)
     values = ntt.ntt(coeffs)
     lag = qap.lagrange_at(tau, n)
-    assert sum(int(l) * int(v) for l, v in zip(lag, values)) % R_MOD == _eval_poly(coeffs, tau)
+    assert sum(int(lj) * int(v) for lj, v in zip(lag, values)) % R_MOD == _eval_poly(coeffs, tau)
 
 
 def test_h_query_scalars_are_odd_lagrange_of_2n(rng):

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from py_arkworks_bls12381 import G1Point, G2Point, GT, Scalar
+from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
 from cuzk_ray.curve import g1_points, g2_points, scalars
 from cuzk_ray.field import FP_R_INV, FR_R_INV, Q_MOD, R_MOD, ints_to_limbs, limbs_to_ints
 from cuzk_ray.formats import snarkjs
-from cuzk_ray.formats.snarkjs import FormatError, check_zkey_against_r1cs, read_r1cs, read_wtns, read_zkey
 from cuzk_ray.formats.montgomery import redc_limbs
+from cuzk_ray.formats.snarkjs import FormatError, check_zkey_against_r1cs, read_r1cs, read_wtns, read_zkey
 from cuzk_ray.formats.zkey_cache import load_zkey_cached
-from cuzk_ray.qap import compute_h, domain_size, evaluations
 from cuzk_ray.r1cs import UnsatisfiedConstraint
+from cuzk_ray.ref.qap import compute_h, domain_size, evaluations
 
 FIX = Path(__file__).parent / "fixtures" / "circom"
 WITNESSES = {"linear": 3, "pow2": 2}
@@ -112,7 +112,7 @@ def test_witness_satisfies_r1cs_and_matches_public_json(loaded, circuit, k):
 @pytest.mark.parametrize("circuit", WITNESSES)
 def test_tampered_witness_fails_naming_a_constraint(loaded, circuit):
     r1cs = loaded[circuit][0]
-    w = witness(circuit, 1).copy()
+    w = np.array(witness(circuit, 1))  # a writable copy of the FrVector's limbs
     w[-1, 0] ^= 1  # the last wire is internal: only a constraint can notice
     with pytest.raises(UnsatisfiedConstraint, match=rf"{circuit}.r1cs: constraint \d+ of {r1cs.n_constraints}"):
         r1cs.check(w)
@@ -394,6 +394,17 @@ def test_corrupt_magic(tmp_path, kind):
 @pytest.mark.parametrize("kind,name", [("r1cs", "bn254.r1cs"), ("wtns", "witness_1.wtns"), ("zkey", "bn254.zkey")])
 def test_bn254_file_is_named(kind, name):
     raises(kind, FIX / "bn254" / name, "BN254 (bn128)", "only BLS12-381 is supported")
+
+
+def test_read_wtns_gives_a_checked_fr_vector():
+    """The reader checks every value once and says so in the type: the prover and the kernels
+    take an FrVector as it is."""
+    from cuzk_ray.field import FrVector
+
+    w = read_wtns(FIX / "linear" / "witness_1.wtns")
+    assert isinstance(w, FrVector) and w.dtype == np.uint64 and w.shape[1] == 4
+    assert isinstance(w[1:3], FrVector) and len(w[1:3]) == 2
+    assert not isinstance(np.asarray(w), FrVector)  # numpy sees its limbs
 
 
 def test_witness_of_another_circuit(loaded):

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gpu import require_gpu
 
 cp = require_gpu()
 
-from cuzk_ray import qap  # noqa: E402
-from cuzk_ray.backends import cuda, cuda_spmv  # noqa: E402
-from cuzk_ray.backends.cuda_setup import setup_scalars  # noqa: E402
 from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize  # noqa: E402
+from cuzk_ray.cuda import ntt as cuda  # noqa: E402
+from cuzk_ray.cuda import spmv as cuda_spmv  # noqa: E402
+from cuzk_ray.cuda.setup import setup_scalars  # noqa: E402
 from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints  # noqa: E402
 from cuzk_ray.groth16 import setup  # noqa: E402
 from cuzk_ray.r1cs import CsrMatrix  # noqa: E402
+from cuzk_ray.ref import qap  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
@@ -30,7 +30,7 @@ FIX = Path(__file__).parent / "fixtures" / "circom"
 
 @pytest.fixture(scope="module")
 def backend():
-    from cuzk_ray.backends.gpu import CudaBackend
+    from cuzk_ray.backends.cuda import CudaBackend
 
     return CudaBackend()
 
@@ -42,7 +42,8 @@ def random_matrix(rng, n_rows, n_cols, nnz, empty_share=0.3):
     rows = [rng.choice(live) for _ in range(nnz)] if n_rows else []
     cols = [rng.randrange(n_cols) for _ in rows]
     pick = [lambda: 0, lambda: 1, lambda: -1, lambda: rng.choice([2, 4, 1 << 30, -7]),
-            lambda: rng.choice([1 << 32, -(1 << 32), (1 << 32) - 1, -(1 << 31) - 1, 1 << 33]), lambda: rng.randrange(R_MOD)]
+            lambda: rng.choice([1 << 32, -(1 << 32), (1 << 32) - 1, -(1 << 31) - 1, 1 << 33]),
+            lambda: rng.randrange(R_MOD)]
     vals = [rng.choice(pick)() % R_MOD for _ in rows]
     return CsrMatrix.from_coo(rows, cols, vals, n_rows, n_cols)
 
@@ -118,18 +119,18 @@ def test_abc_and_h_from_witness(backend, kind, a, b):
     for i, name in enumerate("abc"):
         assert np.array_equal(cp.asnumpy(abc[i]), want[i]), f"{name} of {kind} {a} {b}, seed {SEED}"
     h = backend.compute_h_from_witness(cs, w)
-    assert isinstance(h, cp.ndarray) and h.shape == (dcs.domain, 4)
+    assert isinstance(h.limbs, cp.ndarray) and h.shape == (dcs.domain, 4)  # an FrVector on the device
     want_h = cuda.compute_h(*want)  # the GPU H already checked against qap.compute_h
     if dcs.domain <= 4096:
         want_ref = fr_to_limbs(qap.compute_h(*[limbs_to_ints(x) for x in want]))
         assert np.array_equal(want_h, want_ref)
-    assert np.array_equal(cp.asnumpy(h), want_h), f"h of {kind} {a} {b}, seed {SEED}"
+    assert np.array_equal(cp.asnumpy(h.limbs), want_h), f"h of {kind} {a} {b}, seed {SEED}"
     # a cupy witness is used in place and gives the same h; a changed witness another h
     wd = cp.asarray(w)
-    assert cp.array_equal(backend.compute_h_from_witness(cs, wd), h)
+    assert cp.array_equal(backend.compute_h_from_witness(cs, wd).limbs, h.limbs)
     assert cp.array_equal(wd, cp.asarray(w))
     wd[1, 0] ^= cp.uint64(1)
-    assert not cp.array_equal(backend.compute_h_from_witness(cs, wd), h)
+    assert not cp.array_equal(backend.compute_h_from_witness(cs, wd).limbs, h.limbs)
 
 
 def test_fast_path_equals_multiplication_path(backend):
@@ -153,7 +154,7 @@ def test_h_from_witness_rejects_bad_witness(backend):
 
 
 def test_load_cs_memory_error(monkeypatch):
-    from cuzk_ray.backends import gpu as gpu_mod
+    from cuzk_ray.backends import cuda as gpu_mod
 
     monkeypatch.setattr(gpu_mod, "VRAM_MARGIN", 1 << 50)
     with pytest.raises(MemoryError, match="constraint matrices of porep-64"):
@@ -166,9 +167,9 @@ def test_msm_g1_takes_cupy_scalars(backend):
     key = backend.load_key(pk)
     h = backend.compute_h_from_witness(cs, synthesize(256, 4, seed=2))
     on_device = backend.msm_g1(key, "h_query", h)
-    assert on_device == backend.msm_g1(key, "h_query", cp.asnumpy(h))
+    assert on_device == backend.msm_g1(key, "h_query", cp.asnumpy(h.limbs))
     with pytest.raises(ValueError, match="uint64"):
-        backend.msm_g1(key, "h_query", h.astype(cp.int64))
+        backend.msm_g1(key, "h_query", h.limbs.astype(cp.int64))
 
 
 @pytest.mark.parametrize("constraints,public", [(64, 1), (4096, 4), (1 << 16, 7)])

@@ -7,8 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_ray.backends.cuda_spmv import (CODE_MINUS_ONE, CODE_ONE, SMALL, coefficient_codes, csr_layout,
-                                         transpose_layout)
+from cuzk_ray.cuda.spmv import CODE_MINUS_ONE, CODE_ONE, SMALL, coefficient_codes, csr_layout, transpose_layout
 from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints
 from cuzk_ray.r1cs import CsrMatrix
 
@@ -36,8 +35,10 @@ def kernel_model(indptr, entries, table, x, rows, n, copy_rows=0, fast=True):
 def random_matrix(rng, n_rows, n_cols, nnz, kinds=("0", "1", "-1", "small", "big")):
     rows = [rng.randrange(n_rows) for _ in range(nnz)] if n_rows else []
     cols = [rng.randrange(n_cols) for _ in range(nnz)] if n_rows else []
-    pick = {"0": lambda: 0, "1": lambda: 1, "-1": lambda: R_MOD - 1, "small": lambda: rng.choice([2, 4, 2**31, -5, -(2**31), 2**32 - 1]),
-            "big": lambda: rng.randrange(R_MOD), "edge": lambda: rng.choice([2**32, -(2**32), 2**32 + 1, R_MOD - 2**33])}
+    pick = {"0": lambda: 0, "1": lambda: 1, "-1": lambda: R_MOD - 1,
+            "small": lambda: rng.choice([2, 4, 2**31, -5, -(2**31), 2**32 - 1]),
+            "big": lambda: rng.randrange(R_MOD),
+            "edge": lambda: rng.choice([2**32, -(2**32), 2**32 + 1, R_MOD - 2**33])}
     vals = [pick[rng.choice(kinds)]() % R_MOD for _ in rows]
     return CsrMatrix.from_coo(rows, cols, vals, n_rows, n_cols)
 

@@ -1,4 +1,5 @@
-"""Compute backends with one interface: ``cpu`` (numpy + py-arkworks) and ``cuda`` (CuPy kernels).
+"""Compute backends with one interface (base.Backend): ``cpu`` (cpu.py: numpy, numba,
+py-arkworks) and ``cuda`` (cuda.py: the device layer cuzk_ray.cuda).
 
 Chosen by a config string; CuPy is imported only when the cuda backend is asked for.
 """
@@ -28,7 +29,7 @@ def resolve_backend_name(name: str, key: str = "backend") -> str:
 
 def cuda_backend_class():
     try:
-        from .gpu import CudaBackend
+        from .cuda import CudaBackend
     except ImportError:
         return None
     return CudaBackend

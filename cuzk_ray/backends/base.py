@@ -49,12 +49,13 @@ class Backend(Protocol):
     def vram_peak(self) -> int | None:
         """Highest device bytes in use seen after a kernel (None without a device)."""
 
-    def compute_h(self, a: FrVector, b: FrVector, c: FrVector) -> FrVector:
-        """h in the snarkjs convention from a, b, c on the domain."""
+    def compute_h(self, a: FrVector, b: FrVector, c: FrVector) -> Any:
+        """h in the snarkjs convention from a, b, c on the domain: numpy ``uint64[n, 4]`` limbs
+        (an oracle-facing entry point; the prover's path is compute_h_from_witness)."""
 
     def compute_h_from_witness(self, cs: ConstraintSystem, witness: FrVector,
                                times: StageTimes | None = None) -> FrVector:
-        """h from the witness (a, b, c evaluated first, on the device for cuda)."""
+        """h from the witness (a, b, c evaluated first, on the device for cuda; an FrVector there)."""
 
     def msm_g1(self, key: Any, query: str, scalars: FrVector) -> Any:
         """sum scalars[i] * key.query[i] in G1, as an arkworks point."""

@@ -1,12 +1,15 @@
-"""CPU backend: H with ntt_fast (numba) from 2^14 up, else the Python-int reference; MSMs with py-arkworks-bls12381.
+"""The ``cpu`` proving backend (CpuBackend, ResidentKey): H with fast.ntt (numba) from 2^14 up,
+else the Python-int reference (ref.qap); MSMs with py-arkworks-bls12381 (ref.msm).
 
-The backend interface (shared with the cuda backend):
+The Backend protocol (backends/base.py, shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
   compute_h(a, b, c) -> h as standard-form ``uint64[n, 4]``
-  compute_h_from_witness(cs, witness, times) -> h (a, b, c evaluated first; the cuda backend
-      does both on the device from resident matrices)
+  compute_h_from_witness(cs, witness, times) -> h as an FrVector (a, b, c evaluated first; the
+      cuda backend does both on the device from resident matrices)
   msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
-Scalars and field vectors may be int vectors or standard-form limbs.
+  stage, account, vram_peak, warm_up: no-ops here (nothing to upload, no device)
+Scalars and field vectors may be FrVectors, int vectors or standard-form limbs (reduced mod r
+where the arithmetic needs it, as before: the CPU paths do not range-check).
 """
 
 from __future__ import annotations
@@ -15,13 +18,12 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-from .. import qap
 from ..curve import g1_points, g2_points
-from ..field import fr_to_limbs, fr_vector
+from ..field import FrVector, fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
-from ..msm import msm_g1, msm_g2
+from ..ref import qap
+from ..ref.msm import msm_g1, msm_g2
 from ..timing import StageTimes
-
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,8 @@ class ResidentKey:
 
     def __init__(self, pk: ProvingKey, g1_queries: bool = True, g2_queries: bool = True):
         self.pk = pk
-        self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0] for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
+        self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0]
+                                                      for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
         self.beta_g2, self.delta_g2 = (g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
         self.queries = {}
         if g2_queries:  # the GPU backend keeps it in VRAM instead
@@ -63,7 +66,7 @@ class CpuBackend:
         if pk is not None and pk.domain_size < self.WARM_UP_MIN_SIZE:
             return
         try:
-            from ..ntt_fast import warm_up
+            from ..fast.ntt import warm_up
         except ImportError as e:
             log.warning("fast CPU H unavailable (%s); using the reference (slow beyond 2^16)", e)
             self.fast_h_min_size = float("inf")
@@ -92,7 +95,7 @@ class CpuBackend:
     def compute_h(self, a, b, c):
         if len(a) >= self.fast_h_min_size:
             try:
-                from ..ntt_fast import compute_h_fast  # imports numba: only when it pays
+                from ..fast.ntt import compute_h_fast  # imports numba: only when it pays
             except ImportError as e:  # e.g. a GPU machine with CuPy but no numba: the reference H
                 log.warning("fast CPU H unavailable (%s); using the reference (slow beyond 2^16)", e)
                 self.fast_h_min_size = float("inf")
@@ -105,14 +108,14 @@ class CpuBackend:
         """The constraint system as is (the CPU evaluates it where it lies; the cuda backend uploads it)."""
         return cs
 
-    def compute_h_from_witness(self, cs, witness, times=None):
-        """h (standard-form ``uint64[n, 4]``) from the witness: a, b, c on the CPU (stage "abc"),
-        then compute_h (stage "h")."""
+    def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
+        """h (an FrVector of standard-form ``uint64[n, 4]``, reduced by construction) from the
+        witness: a, b, c on the CPU (stage "abc"), then compute_h (stage "h")."""
         times = StageTimes() if times is None else times
         with times.stage("abc"):
             a, b, c = qap.evaluations(cs, fr_vector(witness))
         with times.stage("h"):
-            return self.compute_h(a, b, c)
+            return FrVector(self.compute_h(a, b, c))
 
     def msm_g1(self, key: ResidentKey, query: str, scalars):
         return msm_g1(key.queries[query], scalars)

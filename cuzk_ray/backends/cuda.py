@@ -1,322 +1,276 @@
-"""CUDA backend, first slice: NTT and the H computation on the GPU (kernels/ntt.cu), and
-msm_g1 (kernels/msm.cu, implemented in cuda_msm.py).
+"""The ``cuda`` proving backend (CudaBackend, GpuKey): the Backend protocol (backends/base.py)
+with the H computation and every MSM on the GPU (the device layer, cuzk_ray.cuda) and the bases
+resident in VRAM.
 
-Boundary format: standard-form Fr limbs ``uint64[n, 4]`` (or ``uint64[batch, n, 4]`` for the
-NTT), numpy or cupy, C-contiguous, every value < r. Results come back as numpy arrays of the same
-layout. ``*_device`` variants take and return cupy arrays and leave everything in VRAM.
+Field vectors: an FrVector is trusted (checked where it was made); a raw numpy or cupy array is
+range-checked once, by the first kernel wrapper that takes it (cuda.device.check_fr). ``stage``
+returns an FrVector on the device, so a partition staged first is range-checked once in all
+(zero times when its witness arrives as an FrVector).
 
-Semantics match the CPU oracle (cuzk_ray.ntt, cuzk_ray.qap) bit for bit:
-  ntt(x)                      = ntt.ntt(x)             evaluations on w^j
-  ntt(x, shift=g)             = ntt.coset_ntt(x, g)    evaluations on g w^j
-  ntt(x, inverse=True)        = ntt.intt(x)
-  ntt(x, inverse=True, shift=g) = ntt.coset_intt(x, g)
-  compute_h(a, b, c)          = qap.compute_h(a, b, c)
+  load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept in the MSM
+                 kernels' form (cuda.msm.Bases, Montgomery); free VRAM checked first; the
+                 H query (uniform scalars, the costliest MSM) also gets a table of window
+                 multiples when it pays (>= 2^16 bases) and fits (precompute_h; at most half of
+                 the VRAM left after the queries); only single points (alpha, beta, delta)
+                 become arkworks objects
+  load_cs(cs)    constraint matrices uploaded once and kept (cuda.spmv.DeviceConstraintSystem)
+  stage(w)       the witness on the device (pinned upload on this thread's stream) as an FrVector
+  compute_h_from_witness(cs, w)
+                 witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
+                 returned as an FrVector on the device and fed to the H MSM without a host round trip
+  compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
+  msm_g1         kernels/msm.cu on the resident bases (scalars numpy or cupy)
+  msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
+                 (split_g2 = False: the prover does not cut it in halves as for the CPU)
 
-CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
-saying what to install or do.
+One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
+and a pinned host pool for uploads.
 """
 
 from __future__ import annotations
 
+import contextvars
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
 import numpy as np
 
-from ..field import FR_LIMBS, FR_R, FR_TWO_ADICITY, R_MOD, root_of_unity
-from ..kernels.loader import get_kernel, require_cupy
-from ..ntt import powers
+from ..cuda import msm as cuda_msm
+from ..cuda import ntt as cuda_ntt
+from ..cuda import spmv as cuda_spmv
+from ..cuda.device import check_fr
+from ..curve import g1_points, g2_points
+from ..field import FR_LIMBS, FrVector, as_fr_limbs, checked_fr
+from ..groth16.keys import ProvingKey
+from ..kernels.loader import require_cupy
+from .base import DeviceTime
+from .cpu import ResidentKey
 
-MODULE = "ntt.cu"
-MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB); at most 9
-THREADS = 256  # pointwise kernels
+log = logging.getLogger(__name__)
 
-_tables: dict = {}  # (device, kind, ...) -> cupy array, kept for the life of the process
+VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
 
-
-# ---------------------------------------------------------------------------------------------
-# Host-side helpers
-
-
-def _mont_limbs(values) -> np.ndarray:
-    """int vector -> Montgomery-form ``uint64[len, 4]`` (x * 2^256 mod r)."""
-    vals = (np.asarray(values, dtype=object) * FR_R) % R_MOD
-    raw = b"".join(int(v).to_bytes(32, "little") for v in vals)
-    return np.frombuffer(bytearray(raw), dtype="<u8").reshape(-1, FR_LIMBS)
+# The partition whose GPU seconds a kernel counts towards (a one-element list set by
+# CudaBackend.account; submit() carries it into the backend's threads).
+_account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", default=None)
 
 
-def _two_level(g: int, log_n: int, factors) -> tuple[np.ndarray, np.ndarray, int]:
-    """Tables with g^j * f = hi[j >> L] * lo_f[j & (2^L - 1)] for j < 2^log_n and each f.
+class GpuKey:
+    """A proving key with its queries in VRAM (and the single points for assembly on the CPU)."""
 
-    Returns (hi, lo stacked per factor, L), Montgomery form; sizes 2^(log_n - L) and 2^L.
-    """
-    lo_bits = (log_n + 1) // 2
-    lo_base = powers(g, 1 << lo_bits)
-    hi = powers(pow(g, 1 << lo_bits, R_MOD), 1 << (log_n - lo_bits))
-    lo = np.concatenate([_mont_limbs(lo_base * (f % R_MOD) % R_MOD) for f in factors])
-    return _mont_limbs(hi), lo, lo_bits
+    G1_QUERIES = ("a_query", "b_g1_query", "l_query", "h_query")
+    G2_QUERIES = ("b_g2_query",)
 
-
-def _log2(n: int, what: str) -> int:
-    log_n = n.bit_length() - 1
-    if n < 1 or n != 1 << log_n or log_n > FR_TWO_ADICITY:
-        raise ValueError(f"{what}: length {n} is not a power of two between 1 and 2^{FR_TWO_ADICITY}")
-    return log_n
-
-
-_BELOW_R: list = []
-
-
-def _below_r(cp):
-    """CuPy elementwise kernel: y[i] = (row i of standard-form limbs < r), one coalesced pass over
-    the scalars (the generic check below takes ~12 passes, ~2 ms at 2^24; a ReductionKernel
-    over the four strided limb columns measured ~15 ms)."""
-    if not _BELOW_R:
-        r = [f"{(R_MOD >> (64 * k)) & (2**64 - 1)}ull" for k in range(4)]
-        body = ("const unsigned long long a0 = x[4 * i], a1 = x[4 * i + 1], a2 = x[4 * i + 2], a3 = x[4 * i + 3];"
-                f"y = a3 < {r[3]} || (a3 == {r[3]} && (a2 < {r[2]} || (a2 == {r[2]} && "
-                f"(a1 < {r[1]} || (a1 == {r[1]} && a0 < {r[0]})))));")
-        _BELOW_R.append(cp.ElementwiseKernel("raw uint64 x", "bool y", body, "cuzk_below_r"))
-    return _BELOW_R[0]
-
-
-def _check_fr(x, what: str, ndims=(2,)):
-    """Return x as a C-contiguous cupy uint64 array after checking dtype, shape and range < r."""
-    cp = require_cupy()
-    if not isinstance(x, (np.ndarray, cp.ndarray)):
-        raise TypeError(f"{what}: expected a numpy or cupy uint64 array, got {type(x).__name__}")
-    if x.dtype != np.uint64:
-        raise TypeError(f"{what}: expected dtype uint64 (standard-form Fr limbs), got {x.dtype}")
-    if x.ndim not in ndims or x.shape[-1] != FR_LIMBS:
-        want = " or ".join(("[n, 4]", "[batch, n, 4]")[: len(ndims)])
-        raise ValueError(f"{what}: expected shape {want}, got {tuple(x.shape)}")
-    if not x.flags.c_contiguous:
-        raise ValueError(f"{what}: array must be C-contiguous (use numpy.ascontiguousarray)")
-    xp = cp if isinstance(x, cp.ndarray) else np
-    flat = x.reshape(-1, FR_LIMBS)
-    if xp is cp and flat.shape[0] and bool(_below_r(cp)(flat.reshape(-1), cp.empty(flat.shape[0], dtype=bool)).all()):
-        return x  # every row < r (x is a C-contiguous cupy array); else the generic check finds the bad row
-    less = xp.zeros(flat.shape[0], dtype=bool)
-    equal = xp.ones(flat.shape[0], dtype=bool)
-    for limb in range(FR_LIMBS - 1, -1, -1):
-        m = np.uint64((R_MOD >> (64 * limb)) & (2**64 - 1))
-        less |= equal & (flat[:, limb] < m)
-        equal &= flat[:, limb] == m
-    if not bool(less.all()):
-        bad = int(xp.argmin(less))
-        raise ValueError(f"{what}: element {bad} is not a reduced Fr value (must be < r, standard form)")
-    return cp.ascontiguousarray(cp.asarray(x))
+    def __init__(self, pk: ProvingKey, cp, precompute_h: bool = True):
+        self.pk = pk
+        names = self.G1_QUERIES + self.G2_QUERIES
+        need = sum(getattr(pk, q).nbytes for q in names)
+        largest = max(getattr(pk, q).nbytes for q in names)  # its standard-form upload, converted then freed
+        free, _total = cp.cuda.runtime.memGetInfo()
+        free += cp.get_default_memory_pool().free_bytes()
+        if need + largest + VRAM_MARGIN > free:
+            raise MemoryError(f"GPU memory: the key's queries (G1 and G2) need {need / 2**30:.2f} GiB "
+                              f"(+ {largest / 2**30:.2f} GiB while converting), {free / 2**30:.2f} GiB free "
+                              f"(margin {VRAM_MARGIN / 2**30:.0f} GiB)")
+        n_h = len(pk.h_query)
+        table = cuda_msm.table_bytes(cuda_msm.G1, n_h)
+        # Window multiples of the H bases when they pay and fit in half of what is left.
+        self.h_table = bool(precompute_h and n_h >= cuda_msm.TABLE_MIN_SCALARS
+                            and table <= (free - need - VRAM_MARGIN) // 2)
+        self.device = {}
+        for q in names:
+            g = cuda_msm.G2 if q in self.G2_QUERIES else cuda_msm.G1
+            window = cuda_msm.table_window_for(n_h) if (q == "h_query" and self.h_table) else None
+            t0 = time.perf_counter()
+            pts = np.ascontiguousarray(getattr(pk, q))
+            try:
+                self.device[q] = cuda_msm.prepare_bases(g, pts, table_window=window)
+            except cp.cuda.memory.OutOfMemoryError:
+                if not window:
+                    raise
+                log.warning("h_query: no VRAM for the window multiples after all; plain bases")
+                cp.get_default_memory_pool().free_all_blocks()
+                self.h_table, window = False, None
+                self.device[q] = cuda_msm.prepare_bases(g, pts)
+            cp.get_default_memory_pool().free_all_blocks()  # the standard-form upload
+            if window:
+                log.info("h_query: window multiples for c = %d, %.1f GiB of VRAM, built in %.1f s",
+                         window, table / 2**30, time.perf_counter() - t0)
+        if not self.h_table:
+            log.info("h_query: no table of window multiples (%d bases; %.1f GiB needed, %.1f GiB free after the "
+                     "queries, precompute_h=%s)", n_h, table / 2**30, (free - need) / 2**30, precompute_h)
+        self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
+        # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
+        for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
+            setattr(self, name, getattr(self.cpu, name))
+        self.queries = self.cpu.queries
 
 
-# ---------------------------------------------------------------------------------------------
-# Device tables
+class CudaBackend:
+    name = "cuda"
+    split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
+    precompute_h = True  # window multiples of the H bases when they pay and fit (GpuKey)
 
+    def __init__(self, threads: int = 2):
+        self.cp = require_cupy()
+        self.pool = ThreadPoolExecutor(max_workers=max(2, threads), thread_name_prefix="cuzk-gpu")
+        self._keys: dict[int, GpuKey] = {}
+        self._systems: dict = {}  # id(cs) -> DeviceConstraintSystem
+        self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
+        self._copy_streams: dict[int, object] = {}  # upload stream per staging thread
+        self.gpu_seconds = 0.0
+        self._vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
 
-def _device_id() -> int:
-    return require_cupy().cuda.Device().id
+    @property
+    def vram_peak(self) -> int:
+        return self._vram_peak
 
+    def load_key(self, pk: ProvingKey) -> GpuKey:
+        key = self._keys.get(id(pk))
+        if key is None or key.pk is not pk:
+            key = self._keys[id(pk)] = GpuKey(pk, self.cp, self.precompute_h)
+        return key
 
-def _omega_table(log_n: int, convention: str):
-    """Twiddles level by level, tw[d - 1 + r] = w_(2d)^r for d = 1, 2, .., n/2 and r < d
-    (n - 1 entries, Montgomery form), on the current device (cached per size and convention).
-    The top level (w_n^r) comes from a two-level table, the lower ones by a gather from it."""
-    key = (_device_id(), "omega", log_n, convention)
-    tab = _tables.get(key)
-    if tab is None:
-        cp = require_cupy()
-        half = 1 << (log_n - 1)
-        hi, lo, lo_bits = _two_level(root_of_unity(1 << log_n, convention), log_n - 1, [1])
-        tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
-        get_kernel(MODULE, "powers_table")(
-            ((half + THREADS - 1) // THREADS,), (THREADS,),
-            (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
-        )
-        if half > 1:
-            get_kernel(MODULE, "twiddle_levels")(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
-        _tables[key] = tab
-    return tab
+    @contextmanager
+    def account(self):
+        """Yields a DeviceTime: the GPU seconds of the kernels run in this context (and in backend
+        threads it submits to) and their (start, end) epoch times: per-partition kernel time even
+        when two partitions share the device, and when it happened (bench windows)."""
+        box = DeviceTime()
+        token = _account.set(box)
+        try:
+            yield box
+        finally:
+            _account.reset(token)
 
+    def load_cs(self, cs):
+        """cs's matrices resident in VRAM (uploaded on first use, kept for the backend's life).
+        Raises MemoryError naming the sizes when the free VRAM minus VRAM_MARGIN cannot hold them
+        and one proof's working buffers."""
+        dcs = self._systems.get(id(cs))
+        if dcs is not None and dcs.cs is cs:
+            return dcs
+        resident, upload = cuda_spmv.DeviceConstraintSystem.estimate_bytes(cs)
+        work = cuda_spmv.DeviceConstraintSystem.working_bytes(cs)
+        free, _total = self.cp.cuda.runtime.memGetInfo()
+        free += self.cp.get_default_memory_pool().free_bytes()  # cached by CuPy, reusable
+        if resident + max(upload, work) + VRAM_MARGIN > free:
+            raise MemoryError(
+                f"GPU memory: the constraint matrices of {cs.name} need up to {resident / 2**30:.2f} GiB resident "
+                f"+ {max(upload, work) / 2**30:.2f} GiB while uploading / proving, {free / 2**30:.2f} GiB free "
+                f"(margin {VRAM_MARGIN / 2**30:.0f} GiB); use a GPU with more memory or backend=cpu"
+                + (" (the H query's table of window multiples holds part of it: CudaBackend.precompute_h = False)"
+                   if any(k.h_table for k in self._keys.values()) else ""))
+        with self._gpu_lock:
+            dcs = self._systems[id(cs)] = cuda_spmv.DeviceConstraintSystem(cs)
+            self.cp.cuda.get_current_stream().synchronize()
+        return dcs
 
-def _scale_table(g: int, log_n: int, factors: tuple):
-    key = (_device_id(), "scale", g, log_n, factors)
-    tab = _tables.get(key)
-    if tab is None:
-        cp = require_cupy()
-        hi, lo, lo_bits = _two_level(g, log_n, factors)
-        tab = _tables[key] = (cp.asarray(hi), cp.asarray(lo), lo_bits)
-    return tab
+    def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
+        """h as an FrVector on the device (``uint64[n, 4]``, standard form) from the witness (an
+        FrVector, or standard-form limbs, numpy or cupy: a cupy witness is used in place). a, b, c
+        never leave the device. Recorded as stage "h" in ``times`` (the matrices' first upload
+        included)."""
+        from contextlib import nullcontext
 
+        witness = self._scalar_limbs(witness, "witness")  # ints too, as the cpu backend takes
+        with times.stage("h") if times is not None else nullcontext():
+            dcs = self.load_cs(cs)
+            return FrVector(self._timed_gpu(cuda_spmv.h_from_witness, dcs, witness))
 
-# ---------------------------------------------------------------------------------------------
-# Kernel launches (x: cupy uint64[batch, n, 4], modified in place)
+    def _scalar_limbs(self, x, what: str):
+        """What a kernel wrapper takes: an FrVector as it is (trusted); a cupy array stays on the
+        device (dtype and shape checked here, range and contiguity by the kernel wrapper, once);
+        numpy limbs via as_fr_limbs (checked by the wrapper too); ints reduced mod r (an FrVector)."""
+        if isinstance(x, FrVector):
+            return x
+        if isinstance(x, self.cp.ndarray):
+            if x.dtype != np.uint64 or x.ndim != 2 or x.shape[1] != FR_LIMBS:
+                raise ValueError(f"{what}: expected a uint64[n, {FR_LIMBS}] array of standard-form Fr limbs, "
+                                 f"got {x.dtype}{list(x.shape)}")
+            return x
+        if isinstance(x, np.ndarray) and x.dtype == np.uint64:
+            return as_fr_limbs(x)
+        return checked_fr(x, what)
 
+    def _timed_gpu(self, fn, *args):
+        with self._gpu_lock:
+            t0, w0 = time.perf_counter(), time.time()
+            try:
+                return fn(*args)
+            finally:
+                self.cp.cuda.get_current_stream().synchronize()
+                dt = time.perf_counter() - t0
+                self.gpu_seconds += dt
+                box = _account.get()
+                if box is not None:
+                    box.seconds += dt
+                    box.spans.append((w0, w0 + dt))
+                free, total = self.cp.cuda.runtime.memGetInfo()
+                self._vram_peak = max(self._vram_peak, total - free)
 
-def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
-    """(lo, k) windows of index bits, balanced, k <= MAX_PASS_BITS; DIF top-down, DIT bottom-up."""
-    npass = -(-log_n // MAX_PASS_BITS)
-    sizes = [log_n // npass + (1 if i < log_n % npass else 0) for i in range(npass)]
-    plan, lo = [], 0
-    for k in sizes:
-        plan.append((lo, k))
-        lo += k
-    return plan if dit else [(log_n - lo - k, k) for lo, k in plan]
+    def warm_up(self, pk: ProvingKey | None = None) -> None:
+        """Nothing yet: kernels are compiled (or loaded from cubins) on first use."""
 
+    def stage(self, witness) -> FrVector:
+        """The witness on the device as an FrVector, ahead of the kernels that use it: copied into
+        a pinned host buffer (CuPy's pinned pool, reused across partitions), uploaded on this
+        thread's own non-blocking stream and waited for here, outside the GPU lock, so the upload
+        of one partition overlaps the kernels of another (the actor runs partitions on two
+        threads). An FrVector on the device is returned as it is; raw limbs (numpy or cupy) are
+        range-checked once, on the device, after the upload; an FrVector is not checked again."""
+        cp = self.cp
+        witness = self._scalar_limbs(witness, "witness")
+        if isinstance(witness, FrVector) and witness.on_device:
+            return witness
+        if isinstance(witness, cp.ndarray):
+            return check_fr(witness, "witness")
+        w = np.ascontiguousarray(as_fr_limbs(witness))
+        mem = cp.cuda.alloc_pinned_memory(w.nbytes)
+        host = np.frombuffer(mem, dtype=w.dtype, count=w.size).reshape(w.shape)
+        np.copyto(host, w)
+        stream = self._copy_streams.get(threading.get_ident())
+        if stream is None:
+            stream = self._copy_streams[threading.get_ident()] = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            dev = cp.empty(w.shape, dtype=w.dtype)
+            dev.set(host, stream=stream)
+            done = stream.record()
+        done.synchronize()  # this thread waits; the device goes on with other partitions' kernels
+        # mem (and host, its view) go back to the pinned pool on return, after the copy completed
+        return FrVector(dev) if isinstance(witness, FrVector) else check_fr(dev, "witness")
 
-# NTT pass kernel (kernels/ntt.cu): "ntt_pass" (radix 2, twiddles from global memory),
-# "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
-# shared memory); "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w": ntt_pass / ntt_pass_r4 with the
-# 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses.
-# All are tested bit for bit; the default is the fastest measured on the H200 (2026-11-29:
-# 2^24 5.27 ms with ntt_pass_w vs 7.64 with ntt_pass, 2^27 43.8 vs 63.8; docs/BENCHMARKS.md).
-PASS_KERNEL = "ntt_pass_w"
-# kernel -> (tile elements per thread, launch bound of threads per block); a block of fewer
-# threads than tile / per-thread loops over the tile (the pass loops are strided).
-_PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws": (2, 512),
-                  "ntt_pass_w": (2, 512), "ntt_pass_w32": (2, 512), "ntt_pass_r4w": (4, 256)}
+    def compute_h(self, a, b, c) -> np.ndarray:
+        """h (numpy ``uint64[n, 4]``, standard form) from a, b, c (FrVectors, or limbs / ints,
+        checked by the kernel wrapper)."""
+        a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
+        return self._timed_gpu(cuda_ntt.compute_h, a, b, c)
 
+    def msm_g1(self, key: GpuKey, query: str, scalars):
+        bases = key.device[query]
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
+        if len(s) != bases.n:
+            raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
+        aff = self._timed_gpu(cuda_msm.msm_g1, bases, s)
+        return g1_points(aff.reshape(1, 2, 6))[0]
 
-def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
-    c = min(lo, 2)
-    tile = 1 << (k + c)
-    per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
-    threads = min(max(tile // per_thread, 1), max_threads)
-    smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
-    kernel = get_kernel(MODULE, PASS_KERNEL)
-    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
-        kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
-    kernel((1 << (log_n - k - c), src.shape[0]), (threads,),
-           (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
-           shared_mem=smem)
-
-
-def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:
-    """All passes of one transform of every vector of src, result in dst (src == dst: in place).
-
-    With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
-    and a temporary buffer is used between passes when there is more than one.
-    """
-    plan = _pass_plan(log_n, dit)
-    base = (1 if inverse else 0) | (2 if dit else 0)
-    if bitrev_out and src is dst:
-        raise ValueError("_run_passes: a bit-reversed write cannot be in place")
-    cur = src
-    for i, (lo, k) in enumerate(plan):
-        last = i == len(plan) - 1
-        if last:
-            target = dst
-        elif cur is not src or src is dst:
-            target = cur
+    def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
+        """sum_i scalars[i] * query[start + i] in G2 on the GPU. Without start the counts must
+        match; with it the scalars cover a slice of the resident bases (a view, no copy)."""
+        bases = key.device[query]
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
+        if start is None:
+            if len(s) != bases.n:
+                raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         else:
-            target = require_cupy().empty_like(src) if bitrev_out else dst
-        _launch_pass(cur, target, log_n, tw, lo, k, base | (4 if last and bitrev_out else 0))
-        cur = target
+            if start < 0 or start + len(s) > bases.n:
+                raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
+            bases = bases.slice(start, len(s))
+        aff = self._timed_gpu(cuda_msm.msm_g2, bases, s)
+        return g2_points(aff.reshape(1, 2, 2, 6))[0]
 
-
-def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
-    """dst[y][i] = src[y][i] * g^j * factors[y or 0], j = i or bitrev(i); src may be dst."""
-    hi, lo, lo_bits = _scale_table(g, log_n, factors)
-    stride = (1 << lo_bits) if len(factors) > 1 else 0
-    n = 1 << log_n
-    get_kernel(MODULE, "scale_powers")(
-        ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
-        (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Public API
-
-
-def ntt_device(x, inverse: bool = False, shift: int | None = None, convention: str = "snarkjs"):
-    """NTT of each row of a cupy ``uint64[batch, n, 4]`` (standard form); returns a new cupy array.
-
-    Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
-    coefficients of the polynomial with those evaluations (the 1/n and shift^-i are applied).
-    The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
-    the last writes the result bit-reversed, i.e. in natural order) + at most one scaling pass.
-    """
-    cp = require_cupy()
-    log_n = _log2(x.shape[1], "ntt")
-    shift = None if shift is None else int(shift) % R_MOD
-    if shift == 0:
-        raise ValueError("ntt: shift must be a non-zero Fr element")
-    if log_n == 0:
-        return x.copy()  # a 1-point transform is the identity for any shift
-    tw = _omega_table(log_n, convention)
-    out = cp.empty_like(x)
-    if not inverse:
-        src = x
-        if shift not in (None, 1):
-            src = cp.empty_like(x)
-            _scale(x, src, log_n, shift, (1,), bitrev=False)
-        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
-        return out
-    _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
-    g = 1 if shift is None else pow(shift, -1, R_MOD)
-    _scale(out, out, log_n, g, (pow(1 << log_n, -1, R_MOD),), bitrev=False)
-    return out
-
-
-def compute_h_device(abc, convention: str = "snarkjs"):
-    """h from a cupy ``uint64[3, n, 4]`` holding a, b, c (standard form); overwrites abc.
-
-    Steps (all in VRAM, 3 vectors per launch):
-      1. iNTT_n by DIF passes with inverse twiddles  -> coefficients in bit-reversed order
-      2. coefficient i *= w_2n^i / n (and an extra R on b, see h_pointwise) -> 1 scaling pass
-      3. NTT_n by DIT passes (bit-reversed in)       -> values at the odd 2n-th roots, natural order
-      4. h_j = a_j b_j - c_j                          -> new cupy uint64[n, 4]
-    No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
-    """
-    cp = require_cupy()
-    if abc.ndim != 3 or abc.shape[0] != 3:
-        raise ValueError(f"compute_h_device: expected shape [3, n, 4], got {tuple(abc.shape)}")
-    n = abc.shape[1]
-    log_n = _log2(n, "compute_h")
-    if log_n == 0:
-        return _h_n1(abc)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
-    tw = _omega_table(log_n, convention)
-    _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
-    n_inv = pow(n, -1, R_MOD)
-    _scale(abc, abc, log_n, root_of_unity(2 * n, convention), (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
-    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
-    h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
-    get_kernel(MODULE, "h_pointwise")(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
-    return h
-
-
-def _h_n1(abc):
-    cp = require_cupy()
-    from ..field import fr_to_limbs, limbs_to_ints
-
-    a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
-    return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
-
-
-def ntt(x, inverse: bool = False, shift: int | None = None, convention: str = "snarkjs") -> np.ndarray:
-    """NTT on the GPU of standard-form Fr limbs ``uint64[n, 4]`` or ``uint64[batch, n, 4]``.
-
-    Returns a new numpy array of the same shape (standard form); x is not written. See the module
-    docstring for the exact meaning of inverse and shift.
-    """
-    cp = require_cupy()
-    xd = _check_fr(x, "ntt", ndims=(2, 3))
-    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, convention)
-    return cp.asnumpy(out).reshape(x.shape)
-
-
-def compute_h(a, b, c, convention: str = "snarkjs") -> np.ndarray:
-    """qap.compute_h on the GPU: a, b, c standard-form ``uint64[n, 4]``; returns h, numpy ``uint64[n, 4]``.
-
-    a, b, c are copied into one device buffer (the inputs are not written); everything between
-    upload and download stays in VRAM.
-    """
-    cp = require_cupy()
-    vecs = [_check_fr(v, name) for v, name in ((a, "compute_h a"), (b, "compute_h b"), (c, "compute_h c"))]
-    if not (vecs[0].shape == vecs[1].shape == vecs[2].shape):
-        raise ValueError(f"compute_h: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
-    abc = cp.stack(vecs)
-    return cp.asnumpy(compute_h_device(abc, convention))
-
-
-def msm_g1(points, scalars, window: int | None = None) -> np.ndarray:
-    """G1 MSM on the GPU; see cuzk_ray.backends.cuda_msm.msm_g1."""
-    from .cuda_msm import msm_g1 as _msm_g1
-
-    return _msm_g1(points, scalars, window)
+    def submit(self, fn, *args):
+        return self.pool.submit(contextvars.copy_context().run, fn, *args)

@@ -121,7 +121,8 @@ class BinFile:
     def _check(self, offset: int, nbytes: int, field: str, end: int | None = None) -> None:
         end = self.size if end is None else end
         if offset < 0 or offset + nbytes > end:
-            self.fail(field, f"{nbytes} bytes at offset {offset}", f"only {max(end - offset, 0)} bytes left in its section")
+            self.fail(field, f"{nbytes} bytes at offset {offset}",
+                      f"only {max(end - offset, 0)} bytes left in its section")
 
     def u32(self, offset: int, field: str, end: int | None = None) -> int:
         self._check(offset, 4, field, end)
@@ -153,21 +154,10 @@ class BinFile:
             self._map = None
         self._file.close()
 
-    def __enter__(self) -> "BinFile":
+    def __enter__(self) -> BinFile:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
 
-def limbs_below(limbs: np.ndarray, modulus: int) -> np.ndarray:
-    """bool[n]: which rows of ``uint64[n, k]`` (little-endian limbs) are < modulus. Vectorized."""
-    k = limbs.shape[-1]
-    mod = np.array([(modulus >> (64 * i)) & (2**64 - 1) for i in range(k)], dtype=np.uint64)
-    less = np.zeros(limbs.shape[0], dtype=bool)
-    equal = np.ones(limbs.shape[0], dtype=bool)
-    for i in range(k - 1, -1, -1):  # most significant limb first
-        col = limbs[:, i]
-        less |= equal & (col < mod[i])
-        equal &= col == mod[i]
-    return less

@@ -20,7 +20,7 @@ def redc_limbs(mont: np.ndarray, modulus: int, chunk: int = 1 << 13) -> np.ndarr
     """``uint64[n, k]`` with every value < modulus -> ``x * 2^(-64k) mod modulus`` (same shape).
 
     With k = 6 and q this is Montgomery -> standard form in Fp; with k = 4 and r in Fr. Inputs
-    must be reduced (callers check with binfile.limbs_below); then the result is < modulus.
+    must be reduced (callers check with field.limbs_below); then the result is < modulus.
     """
     mont = np.ascontiguousarray(mont, dtype=np.uint64)
     n, k = mont.shape

@@ -133,7 +133,8 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
         except ValueError as err:
             raise KeyBundleError(f"{f}: not a readable .npy file ({err})") from None
         if list(arr.shape) != e["shape"] or str(arr.dtype) != e["dtype"]:
-            raise KeyBundleError(f"{f}: shape {list(arr.shape)} dtype {arr.dtype}, manifest says {e['shape']} {e['dtype']}")
+            raise KeyBundleError(f"{f}: shape {list(arr.shape)} dtype {arr.dtype}, "
+                                 f"manifest says {e['shape']} {e['dtype']}")
         arrays[name] = arr
     missing = [n for n in _VK + _PK if n not in arrays]
     if missing:

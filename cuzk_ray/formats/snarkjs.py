@@ -15,11 +15,11 @@ import struct
 
 import numpy as np
 
-from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, limbs_to_ints
+from ..domain import domain_size
+from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, FrVector, limbs_below, limbs_to_ints
 from ..groth16.keys import ProvingKey, VerifyingKey
-from ..qap import domain_size
 from ..r1cs import ConstraintSystem, CsrMatrix
-from .binfile import BinFile, FormatError, describe_prime, limbs_below
+from .binfile import BinFile, FormatError, describe_prime
 from .montgomery import redc_limbs
 
 __all__ = ["FormatError", "read_wtns", "read_r1cs", "read_zkey", "check_zkey_against_r1cs"]
@@ -63,9 +63,10 @@ def _check_reduced(f: BinFile, limbs: np.ndarray, modulus: int, field: str) -> N
 # .wtns
 
 
-def read_wtns(path, n_wires: int | None = None) -> np.ndarray:
-    """Witness values ``uint64[n, 4]`` (standard form). If ``n_wires`` is given, the witness must
-    have exactly that many values (a witness of another circuit is rejected here)."""
+def read_wtns(path, n_wires: int | None = None) -> FrVector:
+    """Witness values as an FrVector of ``uint64[n, 4]`` (standard form, every value checked < r
+    here, once: the prover and the kernels take it as it is). If ``n_wires`` is given, the witness
+    must have exactly that many values (a witness of another circuit is rejected here)."""
     with BinFile(path, b"wtns", (2,)) as f:
         hdr = f.section(1, "header")
         end = hdr.offset + hdr.length
@@ -80,7 +81,7 @@ def read_wtns(path, n_wires: int | None = None) -> np.ndarray:
         w = _fr_limbs(f, sec.offset, n, "witness", sec.offset + sec.length)
         if n == 0 or tuple(w[0]) != (1, 0, 0, 0):
             f.fail("witness[0]", "1 (the constant wire)", limbs_to_ints(w[:1])[0] if n else "no values")
-        return w
+        return FrVector(w)
 
 
 # ---------------------------------------------------------------------------------------------

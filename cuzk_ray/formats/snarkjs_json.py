@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from py_arkworks_bls12381 import GT
 
-from ..curve import g1_coords, g2_coords, g1_points, g2_points
+from ..curve import g1_coords, g1_points, g2_coords, g2_points
 from ..field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs
 from ..groth16.keys import Proof, VerifyingKey
 

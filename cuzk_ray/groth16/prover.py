@@ -8,6 +8,10 @@ Notation: w = witness (w_0 = 1, w_1..w_p public), r and s the blinding scalars.
   pi_a = alpha1 + sum w_i A_i + r delta1
   pi_b = beta2  + sum w_i B2_i + s delta2         (B1 = beta1 + sum w_i B1_i + s delta1)
   pi_c = sum_{i>p} w_i L_i + sum h_j H_j + s pi_a + r B1 - r s delta1
+
+Field vectors (witness, h) may be FrVectors (checked where they were made: readers, synthesis)
+or raw limbs / ints; each entry point hands them to ``backend.stage`` once (cuda: uploaded and, if
+raw, range-checked there; cpu: as they are), so the backend's kernels see each vector checked once.
 """
 
 from __future__ import annotations
@@ -16,13 +20,12 @@ import secrets
 
 from py_arkworks_bls12381 import Scalar
 
-from .. import qap
 from ..curve import g1_array, g2_array
-from ..field import R_MOD, as_fr_limbs
+from ..domain import domain_size
+from ..field import R_MOD, FrVector, as_fr_limbs
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
 from .keys import Proof, ProvingKey
-
 
 G2_SPLIT_MIN = 1 << 12  # below this the G2 MSM is short enough to run whole
 
@@ -32,15 +35,17 @@ def random_blinding() -> tuple[int, int]:
     return secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
 
 
-def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
+def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend,
+          times: StageTimes | None = None) -> Proof:
     """Proof for ``witness`` of ``cs``: h by the backend from the witness (cpu: a, b, c evaluated
     on the CPU, stages "abc" and "h"; cuda: sparse mat-vec and H in VRAM, stage "h")."""
     times = StageTimes() if times is None else times
     if len(witness) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(witness)} values, the key has {pk.n_wires} wires")
-    if cs.n_wires != pk.n_wires or qap.domain_size(cs.n_constraints, cs.n_public) != pk.domain_size:
+    if cs.n_wires != pk.n_wires or domain_size(cs.n_constraints, cs.n_public) != pk.domain_size:
         raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints) does not "
                          f"match the key ({pk.n_wires} wires, domain {pk.domain_size})")
+    witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
     h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
     return prove_from_h(pk, h, witness, r, s, backend, times)
@@ -55,16 +60,19 @@ def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, ti
     return prove_from_h(pk, h, witness, r, s, backend, times)
 
 
-def _on_device(x) -> bool:
-    """A GPU array (cupy): kept where it is, the cuda backend's MSM reads it in place."""
-    return hasattr(x, "__cuda_array_interface__")
+def _scalars(backend, x):
+    """x where the backend's MSMs read it: staged (a no-op for an FrVector already there); an
+    FrVector or a device array as it is, anything else as standard-form limbs."""
+    x = backend.stage(x)
+    if isinstance(x, FrVector) or hasattr(x, "__cuda_array_interface__"):
+        return x  # device arrays stay on the device: every MSM of the cuda backend reads them there
+    return as_fr_limbs(x)
 
 
 def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
     times = StageTimes() if times is None else times
-    # device arrays stay on the device: every MSM of the cuda backend (G2 included) reads them there
-    w = witness if _on_device(witness) else as_fr_limbs(witness)
-    h = h if _on_device(h) else as_fr_limbs(h)
+    w = _scalars(backend, witness)
+    h = _scalars(backend, h)
     if len(h) != pk.domain_size:
         raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
     if len(w) != pk.n_wires:

@@ -14,10 +14,11 @@ import time
 
 import numpy as np
 
+from ..domain import domain_size
 from ..field import R_MOD, fr_to_limbs
-from ..msm import fixed_base_mul_array
-from ..qap import domain_size, h_query_scalars, lagrange_at
 from ..r1cs import ConstraintSystem, CsrMatrix
+from ..ref.msm import fixed_base_mul_array
+from ..ref.qap import h_query_scalars, lagrange_at
 from .keys import ProvingKey, VerifyingKey
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def qap_at_tau(cs: ConstraintSystem, tau: int):
 def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: int, delta: int) -> dict:
     """The scalars of the key's points, standard-form ``uint64[k, 4]``:
     u, v, w = qap_at_tau;  lc = beta u + alpha v + w;  ic = lc[:p+1] / gamma;  l = lc[p+1:] / delta;
-    h = h_query_scalars(tau, n) / delta.  (backends/cuda_setup.py computes the same on the GPU.)"""
+    h = h_query_scalars(tau, n) / delta.  (cuda/setup.py computes the same on the GPU.)"""
     u, v, w = qap_at_tau(cs, tau)
     p = cs.n_public
     gamma_inv, delta_inv = pow(gamma, -1, R_MOD), pow(delta, -1, R_MOD)
@@ -64,7 +65,7 @@ def scalars_function(backend: str = "cpu"):
     from ..backends import resolve_backend_name
 
     if resolve_backend_name(backend) == "cuda":
-        from ..backends.cuda_setup import setup_scalars
+        from ..cuda.setup import setup_scalars
 
         return setup_scalars
     return setup_scalars_cpu
@@ -72,11 +73,11 @@ def scalars_function(backend: str = "cpu"):
 
 def fixed_base_function(device: str):
     """(group, uint64[k, 4] scalars) -> point array: fixed_base_mul_array (every CPU core) or,
-    for "cuda", cuda_fixed_base.fixed_base_mul_gpu (bit-identical)."""
+    for "cuda", cuda.fixed_base.fixed_base_mul_gpu (bit-identical)."""
     if device == "cpu":
         return fixed_base_mul_array
     if device == "cuda":
-        from ..backends.cuda_fixed_base import fixed_base_mul_gpu
+        from ..cuda.fixed_base import fixed_base_mul_gpu
 
         return fixed_base_mul_gpu
     raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")

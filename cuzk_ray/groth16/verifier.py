@@ -7,7 +7,7 @@ from py_arkworks_bls12381 import GT, G1Point
 
 from ..curve import g1_point_checked, g1_points, g2_point_checked, g2_points
 from ..field import R_MOD
-from ..msm import msm_g1
+from ..ref.msm import msm_g1
 from .keys import Proof, VerifyingKey
 
 

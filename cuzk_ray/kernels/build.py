@@ -1,12 +1,13 @@
 """Precompile every kernel module to a cubin with nvcc (no GPU needed), for the loader to pick up
 instead of compiling with NVRTC on the GPU machine (minutes for msm.cu):
 
-    python -m cuzk_ray.kernels.build [--arch sm_90] [--out DIR] [--jobs N] [--variant MODULE:D1,D2 ...]
+    python -m cuzk_ray.kernels.build [--arch sm_90] [--out DIR] [--jobs N] [--tests] [--variant MODULE:D1,D2 ...]
 
 DIR defaults to $CUZK_CUBIN_DIR or ~/.cache/cuzk-ray/cubin; files are named by loader.module_hash,
 so only cubins of the current sources are ever loaded. Older cubins of a module are removed when
 its default build is made. --variant also builds a compile-time variant (defines, e.g.
-msm.cu:MSM_SEG_MINB=3) that benchmarks ask for (loader.get_kernel(..., defines)).
+msm.cu:MSM_SEG_MINB=3) that benchmarks ask for (loader.get_kernel(..., defines)). The test-only
+modules (loader.TEST_MODULES: ff_test.cu) are built only with --tests.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from pathlib import Path
 from . import loader
 
 
-def modules() -> list[str]:
-    return sorted(p.name for p in loader.KERNEL_DIR.glob("*.cu"))
+def modules(tests: bool = False) -> list[str]:
+    """Every production kernel module; with tests, the test-only ones too."""
+    return sorted(p.name for p in loader.KERNEL_DIR.glob("*.cu") if tests or p.name not in loader.TEST_MODULES)
 
 
 def build_one(name: str, arch: str, out: Path, nvcc: str, defines: tuple = (),
@@ -57,12 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--variant", action="append", default=[], metavar="MODULE:D1,D2",
                     help="also build MODULE with these defines (repeatable)")
+    ap.add_argument("--tests", action="store_true", help=f"also build the test-only modules {loader.TEST_MODULES}")
     args = ap.parse_args(argv)
     variants = []
     for v in args.variant:
         name, _, defs = v.partition(":")
-        if name not in modules() or not defs:
-            print(f"error: --variant {v}: expected MODULE:DEFINE[,DEFINE] with MODULE one of {modules()}", file=sys.stderr)
+        if name not in modules(tests=True) or not defs:
+            print(f"error: --variant {v}: expected MODULE:DEFINE[,DEFINE] with MODULE one of {modules(tests=True)}",
+                  file=sys.stderr)
             return 2
         variants.append((name, tuple(defs.split(","))))
     nvcc = shutil.which("nvcc")
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or loader.cubin_dir()  # file names do not depend on the directory
     out.mkdir(parents=True, exist_ok=True)
     failed = 0
-    jobs = [(n, ()) for n in modules()] + variants
+    jobs = [(n, ()) for n in modules(args.tests)] + variants
     keep = frozenset(loader.cubin_path(n, args.arch, d).name for n, d in jobs)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         results = ex.map(lambda j: build_one(j[0], args.arch, out, nvcc, j[1], keep), jobs)
@@ -82,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                 failed += 1
                 print(f"error: {label}: nvcc failed:\n{err}", file=sys.stderr)
             else:
-                print(f"{label}: {'cached' if secs == 0 else f'{secs:.1f} s'} -> {out / loader.cubin_path(name, args.arch, defs).name}")
+                took = "cached" if secs == 0 else f"{secs:.1f} s"
+                print(f"{label}: {took} -> {out / loader.cubin_path(name, args.arch, defs).name}")
     return 1 if failed else 0
 
 

@@ -9,8 +9,10 @@ kernels are cached per (file, defines, device): a process compiles each module o
 Precompiled kernels: NVRTC takes ~2 minutes for msm.cu on a fresh machine, so a module can
 instead be loaded from a cubin built ahead of time with nvcc (``python -m cuzk_ray.kernels.build``,
 no GPU needed). Cubins live in ``$CUZK_CUBIN_DIR`` (default ~/.cache/cuzk-ray/cubin), named by a
-hash of every kernel source, the options and the target, so a stale cubin is never loaded; a
-cubin the driver refuses is skipped with a warning and NVRTC compiles instead.
+hash of the module's own source, every header (.cuh), the options and the target, so a stale
+cubin is never loaded and a change to one module (or to a test-only module, TEST_MODULES) does
+not invalidate the others; a cubin the driver refuses is skipped with a warning and NVRTC
+compiles instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent
 STD = "-std=c++17"
+TEST_MODULES = ("ff_test.cu",)  # kernels only the tests use: built by kernels.build on request (--tests)
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +79,13 @@ def cubin_dir() -> Path:
 
 
 def module_hash(name: str, arch: str, defines: tuple = ()) -> str:
-    """Hash of the module name, every kernel source (a .cuh change reaches every module that may
-    include it), the options and the target: the key of a precompiled cubin."""
+    """Hash of the module name, its source, every header (a .cuh change reaches every module that
+    may include it), the options and the target: the key of a precompiled cubin. Other modules'
+    sources are not in it (a module includes headers only), so editing one .cu (ff_test.cu, say)
+    leaves the other modules' cubins valid."""
     h = hashlib.sha256(f"{name}\0{arch}\0{STD}\0{defines!r}\0".encode())
-    for path in sorted(p for p in KERNEL_DIR.rglob("*") if p.suffix in (".cu", ".cuh")):
+    own = KERNEL_DIR / name
+    for path in sorted(p for p in KERNEL_DIR.rglob("*") if p.suffix == ".cuh" or p == own):
         h.update(str(path.relative_to(KERNEL_DIR)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:24]
 

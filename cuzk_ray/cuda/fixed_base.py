@@ -2,9 +2,10 @@
 generator G of G1 or G2 and many scalars, for the development setup's key generation.
 
 ``fixed_base_mul_gpu(group, scalars)``: group "g1" | "g2", scalars standard-form Fr
-``uint64[n, 4]`` (numpy or cupy, every value < r). Returns numpy ``uint64[n, 2, 6]`` (G1) or
+``uint64[n, 4]`` (numpy or cupy, every value < r; checked per chunk) or an FrVector (trusted).
+Returns numpy ``uint64[n, 2, 6]`` (G1) or
 ``uint64[n, 2, 2, 6]`` (G2), affine standard form, infinity (scalar 0) all zero: bit for bit
-``cuzk_ray.msm.fixed_base_mul_array`` (same generator, arkworks' G1Point() / G2Point()).
+``cuzk_ray.ref.msm.fixed_base_mul_array`` (same generator, arkworks' G1Point() / G2Point()).
 
 Design: a table of window multiples table[w][d] = d 256^w G (32 x 256 affine points, Montgomery
 form) is built once per group and device on the host with arkworks and kept in VRAM; thread i
@@ -18,16 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FP_LIMBS, FP_R, FR_LIMBS, Q_MOD, fp_to_limbs, limbs_to_ints
+from ..field import FP_LIMBS, FP_R, FR_LIMBS, Q_MOD, FrVector, fp_to_limbs, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
-from .cuda import _check_fr
+from .device import FIXED_BASE_TABLES, check_fr
 
 MODULE = "fixed_base.cu"
 THREADS = 128
 CHUNK = 1 << 22
 WINDOWS, DIGITS = 32, 256  # 8-bit windows over 256-bit scalars
 _ELEM = {"g1": (FP_LIMBS,), "g2": (2, FP_LIMBS)}
-_tables: dict = {}  # (device, group) -> cupy uint64[32 * 256, 2, *elem], Montgomery form
 
 
 def window_table(group: str) -> np.ndarray:
@@ -48,13 +48,15 @@ def window_table(group: str) -> np.ndarray:
 
 
 def _device_table(cp, group: str):
-    key = (cp.cuda.Device().id, group)
-    tab = _tables.get(key)
-    if tab is None:
+    """window_table(group) in Montgomery form on the current device: cupy uint64[32 * 256, 2, *elem]
+    (device.FIXED_BASE_TABLES)."""
+
+    def build():
         std = window_table(group)
         mont = fp_to_limbs([int(v) * FP_R % Q_MOD for v in limbs_to_ints(std.reshape(-1, FP_LIMBS))])
-        tab = _tables[key] = cp.asarray(mont.reshape(std.shape))
-    return tab
+        return cp.asarray(mont.reshape(std.shape))
+
+    return FIXED_BASE_TABLES.get(group, build)
 
 
 def fixed_base_mul_gpu(group: str, scalars, chunk: int = CHUNK) -> np.ndarray:
@@ -62,6 +64,9 @@ def fixed_base_mul_gpu(group: str, scalars, chunk: int = CHUNK) -> np.ndarray:
     if group not in _ELEM:
         raise ValueError(f"fixed_base_mul_gpu: group {group!r} is not 'g1' or 'g2'")
     cp = require_cupy()
+    trusted = isinstance(scalars, FrVector)  # its chunks go to the kernel unchecked
+    if trusted:
+        scalars = scalars.limbs
     if not isinstance(scalars, (np.ndarray, cp.ndarray)) or scalars.dtype != np.uint64 or scalars.ndim != 2 \
             or scalars.shape[1] != FR_LIMBS:
         raise TypeError("fixed_base_mul_gpu scalars: expected a numpy or cupy uint64 array [n, 4] (standard-form Fr)")
@@ -77,7 +82,8 @@ def fixed_base_mul_gpu(group: str, scalars, chunk: int = CHUNK) -> np.ndarray:
     for beg in range(0, n, chunk):
         end = min(beg + chunk, n)
         with compute:
-            s = _check_fr(scalars[beg:end], f"fixed_base_mul_gpu scalars[{beg}:{end}]")
+            part = FrVector(scalars[beg:end]) if trusted else scalars[beg:end]
+            s = check_fr(part, f"fixed_base_mul_gpu scalars[{beg}:{end}]").limbs
             res = cp.empty((end - beg, *out.shape[1:]), dtype=cp.uint64)
             kernel(((end - beg + THREADS - 1) // THREADS,), (THREADS,), (table, s, np.uint32(end - beg), res))
             done = compute.record()

@@ -1,18 +1,21 @@
 """Number-theoretic transform over Fr: the CPU reference (and oracle for the GPU kernels).
 
 Vectors are numpy object arrays of Python ints in [0, r). All transforms take natural order in and
-give natural order out. ``convention`` picks the root of unity: "snarkjs" (5^((r-1)/2^32), what
-snarkjs zkeys assume) or "native" (7^((r-1)/2^32), arkworks / bellman).
+give natural order out. ``domain`` (cuzk_ray.domain.Domain, or a root convention name; None:
+snarkjs) picks the root of unity: "snarkjs" (5^((r-1)/2^32), what snarkjs zkeys assume) or
+"native" (7^((r-1)/2^32), arkworks / bellman).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .field import R_MOD, root_of_unity
+from ..domain import Domain, resolve
+from ..field import R_MOD
 
 
-def _check_size(n: int) -> int:
+def check_size(n: int) -> int:
+    """log2(n); ValueError unless n is a power of two (>= 1)."""
     log_n = n.bit_length() - 1
     if n < 1 or n != 1 << log_n:
         raise ValueError(f"NTT size {n} is not a power of two")
@@ -20,7 +23,7 @@ def _check_size(n: int) -> int:
 
 
 def bit_reverse_permutation(n: int) -> np.ndarray:
-    log_n = _check_size(n)
+    log_n = check_size(n)
     idx = np.arange(n, dtype=np.int64)
     rev = np.zeros(n, dtype=np.int64)
     for bit in range(log_n):
@@ -46,7 +49,7 @@ def powers(base: int, n: int, start: int = 1) -> np.ndarray:
 def _transform(values: np.ndarray, omega: int) -> np.ndarray:
     """Iterative radix-2 decimation-in-time NTT with the given n-th root omega."""
     n = len(values)
-    log_n = _check_size(n)
+    log_n = check_size(n)
     a = np.asarray(values, dtype=object)[bit_reverse_permutation(n)]
     for s in range(log_n):
         half = 1 << s
@@ -59,27 +62,31 @@ def _transform(values: np.ndarray, omega: int) -> np.ndarray:
     return a
 
 
-def ntt(values, convention: str = "snarkjs") -> np.ndarray:
+def _domain(values, domain: Domain | str | None) -> Domain:
+    check_size(len(values))
+    return resolve(domain, len(values), "ntt")
+
+
+def ntt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at omega^0..omega^(n-1) of the polynomial with the given coefficients."""
-    return _transform(np.asarray(values, dtype=object), root_of_unity(len(values), convention))
+    return _transform(np.asarray(values, dtype=object), _domain(values, domain).omega)
 
 
-def intt(values, convention: str = "snarkjs") -> np.ndarray:
+def intt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Coefficients of the polynomial with the given evaluations on the n-th roots of unity."""
-    n = len(values)
-    omega_inv = pow(root_of_unity(n, convention), -1, R_MOD)
-    return (_transform(np.asarray(values, dtype=object), omega_inv) * pow(n, -1, R_MOD)) % R_MOD
+    d = _domain(values, domain)
+    return (_transform(np.asarray(values, dtype=object), d.omega_inv) * d.n_inv) % R_MOD
 
 
-def coset_ntt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
+def coset_ntt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
     scaled = (np.asarray(values, dtype=object) * powers(shift, len(values))) % R_MOD
-    return ntt(scaled, convention)
+    return ntt(scaled, domain)
 
 
-def coset_intt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
+def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
-    coeffs = intt(values, convention)
+    coeffs = intt(values, domain)
     return (coeffs * powers(pow(shift, -1, R_MOD), len(values))) % R_MOD
 
 

@@ -9,9 +9,10 @@ coefficients in (-2^32, 2^32) (2, 2^k, ...) share one table row per distinct val
 a row each. PoRep-like circuits thus need 8 bytes per non-zero instead of 40.
 
 ``evaluate_abc(dcs, w)`` writes a, b, c straight into the ``uint64[3, n, 4]`` buffer that
-``cuda.compute_h_device`` consumes: rows m..n-1 zero except a[m + s] = w_s (s = 0..n_public), the
-QAP's public-input rows (qap.extend_to_domain). ``h_from_witness`` chains the two, so only the
-witness crosses the bus.
+``cuda.ntt.compute_h_device`` consumes: rows m..n-1 zero except a[m + s] = w_s (s = 0..n_public),
+the QAP's public-input rows (ref.qap.extend_to_domain). ``h_from_witness`` chains the two, so only
+the witness crosses the bus. The witness is an FrVector (trusted) or a raw array (checked once,
+device.check_fr).
 
 The layout is built with numpy or cupy alike (``xp``): the CPU tests check it without a GPU.
 """
@@ -20,16 +21,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FR_LIMBS, R_MOD
+from ..domain import Domain, domain_size
+from ..field import FR_LIMBS, FR_MOD_LIMBS, FrVector
 from ..kernels.loader import get_kernel, require_cupy
-from ..qap import domain_size
 from ..r1cs import ConstraintSystem, CsrMatrix
+from .device import check_fr, check_fr_array
+from .device import launch as launch_kernel
+from .ntt import compute_h_device
 
 MODULE = "spmv.cu"
 THREADS = 256
 CODE_ONE, CODE_MINUS_ONE = 0, 1
 SMALL = 1 << 32  # coefficients of magnitude below this are deduplicated (PoRep packs with 2^0..2^31)
-_R = [np.uint64((R_MOD >> (64 * i)) & (2**64 - 1)) for i in range(FR_LIMBS)]
+_R = [np.uint64(limb) for limb in FR_MOD_LIMBS]
 FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for measurements)
 
 
@@ -113,9 +117,9 @@ def transpose_layout(indptr, entries, n_rows: int, n_cols: int, extra_rows: int 
 # Device side
 
 
-def _launch(name: str, n: int, args) -> None:
-    if n:
-        get_kernel(MODULE, name)(((n + THREADS - 1) // THREADS,), (THREADS,), args)
+def launch(name: str, n: int, args) -> None:
+    """Kernel ``name`` of spmv.cu on n threads (none for n = 0)."""
+    launch_kernel(get_kernel(MODULE, name), n, args, THREADS)
 
 
 def layout_bytes(m: CsrMatrix) -> tuple[int, int]:
@@ -131,21 +135,19 @@ class DeviceCsr:
         self.n_rows, self.n_cols = n_rows, n_cols
 
     @classmethod
-    def upload(cls, m: CsrMatrix) -> "DeviceCsr":
-        from .cuda import _check_fr
-
+    def upload(cls, m: CsrMatrix) -> DeviceCsr:
         cp = require_cupy()
-        data = _check_fr(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)), "constraint coefficients")
+        data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)), "constraint coefficients")
         indptr, entries, table = csr_layout(m, cp, data)
         del data
-        _launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])))
+        launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])))
         return cls(indptr, entries, table, m.n_rows, m.n_cols)
 
     @property
     def nbytes(self) -> int:
         return self.indptr.nbytes + self.entries.nbytes + self.table.nbytes
 
-    def transposed(self, extra_rows: int = 0) -> "DeviceCsr":
+    def transposed(self, extra_rows: int = 0) -> DeviceCsr:
         """M'^T (see transpose_layout) sharing this matrix's table."""
         cp = require_cupy()
         indptr, entries = transpose_layout(self.indptr, self.entries, self.n_rows, self.n_cols, extra_rows, cp)
@@ -161,7 +163,7 @@ class DeviceCsr:
             raise ValueError(f"spmv: output {n} rows / input {x.shape[0]} rows too short for a "
                              f"{self.n_rows} x {self.n_cols} matrix (+{copy_rows} copied rows)")
         fast = FAST if fast is None else fast
-        _launch("spmv_csr", n, (out, self.indptr, self.entries, self.table, x, np.uint64(self.n_rows),
+        launch("spmv_csr", n, (out, self.indptr, self.entries, self.table, x, np.uint64(self.n_rows),
                                 np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)))
 
 
@@ -193,24 +195,22 @@ class DeviceConstraintSystem:
         return sum(m.nbytes for m in (self.A, self.B, self.C) if m is not None)
 
 
-def device_witness(dcs: DeviceConstraintSystem, witness):
-    """The witness as a cupy uint64[n_wires, 4] (a cupy input is used in place), range-checked."""
-    from .cuda import _check_fr
-
-    cp = require_cupy()
+def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
+    """The witness as an FrVector on the device: an FrVector as it is (uploaded if on the host), a
+    raw numpy or cupy uint64[n_wires, 4] range-checked (a cupy input is used in place)."""
     if isinstance(witness, np.ndarray):
-        witness = cp.asarray(np.ascontiguousarray(witness))
-    w = _check_fr(witness, "witness")
-    if w.shape[0] != dcs.n_wires:
-        raise ValueError(f"witness has {w.shape[0]} values, the circuit has {dcs.n_wires} wires")
+        witness = np.ascontiguousarray(witness)
+    w = check_fr(witness, "witness")
+    if len(w) != dcs.n_wires:
+        raise ValueError(f"witness has {len(w)} values, the circuit has {dcs.n_wires} wires")
     return w
 
 
 def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None):
     """a | b | c on the domain as a new cupy ``uint64[3, n, 4]`` (standard form, the layout of
-    cuda.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C."""
+    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C."""
     cp = require_cupy()
-    w = device_witness(dcs, witness)
+    w = device_witness(dcs, witness).limbs
     n = dcs.domain
     abc = cp.empty((3, n, FR_LIMBS), dtype=cp.uint64)
     dcs.A.matvec_into(abc[0], w, copy_rows=dcs.n_public + 1, fast=fast)
@@ -218,12 +218,11 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None)
     if dcs.C is not None:
         dcs.C.matvec_into(abc[2], w, fast=fast)
     else:
-        _launch("fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
+        launch("fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
     return abc
 
 
-def h_from_witness(dcs: DeviceConstraintSystem, witness, convention: str = "snarkjs"):
-    """h (cupy ``uint64[n, 4]``, standard form) from the witness: spmv, then cuda.compute_h_device."""
-    from .cuda import compute_h_device
-
-    return compute_h_device(evaluate_abc(dcs, witness), convention)
+def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None):
+    """h (cupy ``uint64[n, 4]``, standard form, every value < r by construction) from the
+    witness: spmv, then ntt.compute_h_device."""
+    return compute_h_device(evaluate_abc(dcs, witness), domain)

@@ -1,4 +1,4 @@
-"""Compiled (numba) Fr arithmetic and NTT kernels for the fast CPU path (cuzk_ray/ntt_fast.py).
+"""Compiled (numba) Fr arithmetic and NTT kernels for the fast CPU path (cuzk_ray/fast/ntt.py).
 
 Element layout: ``uint64[..., 4]`` little-endian 64-bit limbs, the project's Fr limb format.
 numba has no 128-bit integer, so the 64 x 64 -> 128-bit multiply-accumulate and the carry and
@@ -10,7 +10,7 @@ and mont_mul(x, w * 2^256) = x * w. Every kernel keeps values reduced (< r).
 
 The scalar helpers are unrolled by a small code generator (loops over limbs written out), so
 LLVM keeps every limb in a register; the array kernels below are plain numba functions that
-release the GIL, which lets ntt_fast run two of them at once on two cores.
+release the GIL, which lets fast/ntt.py run two of them at once on two cores.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from numba import njit  # noqa: E402
 from numba.core import types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-from .field import FR_INV64, R_MOD
+from ..field import FR_INV64, FR_MOD_LIMBS
 
 NL = 4  # 64-bit limbs per Fr element
-_P = [(R_MOD >> (64 * i)) & (2**64 - 1) for i in range(NL)]
+_P = FR_MOD_LIMBS
 
 
 # 64 x 64 -> 128-bit products and carry chains, written in LLVM IR (numba has no 128-bit type);

@@ -1,9 +1,10 @@
-"""Fast CPU NTT over Fr and the snarkjs H computation, bit for bit equal to ntt.py and qap.py.
+"""Fast CPU NTT over Fr and the snarkjs H computation, bit for bit equal to ref/ntt.py and ref/qap.py.
 
-Same module-level API as cuzk_ray/ntt.py (ntt, intt, coset_ntt, coset_intt) plus
-``compute_h_fast``; inputs may be int vectors or standard-form ``uint64[n, 4]`` limbs, outputs
+Same module-level API as cuzk_ray/ref/ntt.py (ntt, intt, coset_ntt, coset_intt; ``domain`` a
+cuzk_ray.domain.Domain, a root convention name or None for snarkjs) plus ``compute_h_fast``
+(ref.qap.compute_h, also as ``compute_h``); inputs may be int vectors or standard-form ``uint64[n, 4]`` limbs, outputs
 are standard-form ``uint64[n, 4]`` limbs (the format the MSMs and the GPU path take).
-The arithmetic lives in fr_kernels.py (numba, 32-bit limbs, Montgomery twiddles).
+The arithmetic lives in fast/fr_kernels.py (numba, 32-bit limbs, Montgomery twiddles).
 
 compute_h_fast, step by step (n = domain size, w = n-th root, w2 = 2n-th root, snarkjs H):
     for X in a, b, c:  DIF with w^-1        evaluations -> n * coefficients, bit-reversed order
@@ -24,9 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..domain import Domain, resolve
+from ..field import FR_R, R_MOD, FrVector, fr_to_limbs, int_vector
+from ..ref.ntt import bit_reverse_permutation, check_size
 from . import fr_kernels as K
-from .field import FR_R, R_MOD, fr_to_limbs, int_vector, root_of_unity
-from .ntt import _check_size, bit_reverse_permutation
 
 # Below this size one thread is faster than handing half the work to another.
 PARALLEL_MIN_SIZE = 1 << 10
@@ -47,14 +49,13 @@ def _powers(base: int, n: int, start: int = 1) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=8)
-def _tables(n: int, convention: str):
-    """Twiddles w^j, w^-j (j < n/2) and the H scale tables for a (times 2^256) and b, c."""
-    w = root_of_unity(n, convention)
-    w_inv = pow(w, -1, R_MOD)
+def tables(d: Domain):
+    """Twiddles w^j, w^-j (j < n/2) and the H scale tables for a (times 2^256) and b, c, of the
+    domain d: built once per process and domain (read-only arrays), then cached."""
+    n = d.n
     half = max(n // 2, 1)
-    tw, tw_inv = _powers(w, half), _powers(w_inv, half)
-    w2 = root_of_unity(2 * n, convention)
-    n_inv = pow(n, -1, R_MOD)
+    tw, tw_inv = _powers(d.omega, half), _powers(d.omega_inv, half)
+    w2, n_inv = d.omega_2n, d.n_inv
     rev = bit_reverse_permutation(n)
     scale = _powers(w2, n, n_inv)[rev]
     scale_a = _powers(w2, n, n_inv * FR_R)[rev]
@@ -64,7 +65,10 @@ def _tables(n: int, convention: str):
 
 
 def _limbs(values) -> np.ndarray:
-    """A fresh, reduced ``uint64[n, 4]`` copy of an int vector or standard-form uint64[n, 4] limbs."""
+    """A fresh, reduced ``uint64[n, 4]`` copy of an int vector, standard-form uint64[n, 4] limbs or
+    a host FrVector."""
+    if isinstance(values, FrVector):
+        values = np.asarray(values.limbs)
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
         if values.ndim != 2 or values.shape[1] != 4:
             raise ValueError(f"Fr limbs must be uint64[n, 4], got shape {values.shape}")
@@ -89,19 +93,19 @@ def _run_two(fn):
     other.result()
 
 
-def compute_h_fast(a, b, c, convention: str = "snarkjs", threads: int | None = None) -> np.ndarray:
-    """h on the odd 2n-th roots from a, b, c on the n-th roots (== qap.compute_h), uint64[n, 4].
+def compute_h_fast(a, b, c, domain: Domain | str | None = None, threads: int | None = None) -> np.ndarray:
+    """h on the odd 2n-th roots from a, b, c on the n-th roots (== ref.qap.compute_h), uint64[n, 4].
 
     threads: 1 or 2 (None: two from PARALLEL_MIN_SIZE up, if the machine has two cores).
     """
     n = len(a)
-    _check_size(n)
+    check_size(n)
     if len(b) != n or len(c) != n:
         raise ValueError(f"compute_h_fast: a, b, c must have one length, got {n}, {len(b)}, {len(c)}")
     x = np.empty((3, n, 4), dtype=np.uint64)
     for v, vec in enumerate((a, b, c)):
         x[v] = _limbs(vec)
-    tw, tw_inv, scale, scale_a = _tables(n, convention)
+    tw, tw_inv, scale, scale_a = tables(resolve(domain, n, "compute_h_fast"))
     scales = (scale_a, scale, scale)
     out = np.empty((n, 4), dtype=np.uint64)
     if threads is None:  # automatic: two threads from PARALLEL_MIN_SIZE up; explicit 2: from n = 4
@@ -143,34 +147,42 @@ def _transform(values, root: int, scale_by: int = 1) -> np.ndarray:
     """Natural order in and out: DIF with the given root, times scale_by, then bit reversal."""
     x = _limbs(values)
     n = len(x)
-    _check_size(n)
+    check_size(n)
     K.dif(x, _powers(root, max(n // 2, 1)), 1)
     if scale_by != 1:
         K.mul_table(x, _powers(1, n, scale_by), 0, n)
     return np.ascontiguousarray(x[bit_reverse_permutation(n)])
 
 
-def ntt(values, convention: str = "snarkjs") -> np.ndarray:
+compute_h = compute_h_fast  # the name of ref.qap's function: the same API
+
+
+def _domain(values, domain: Domain | str | None) -> Domain:
+    check_size(len(values))
+    return resolve(domain, len(values), "ntt")
+
+
+def ntt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at omega^0..omega^(n-1) of the polynomial with the given coefficients."""
-    return _transform(values, root_of_unity(len(values), convention))
+    return _transform(values, _domain(values, domain).omega)
 
 
-def intt(values, convention: str = "snarkjs") -> np.ndarray:
+def intt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Coefficients of the polynomial with the given evaluations on the n-th roots of unity."""
-    n = len(values)
-    return _transform(values, pow(root_of_unity(n, convention), -1, R_MOD), pow(n, -1, R_MOD))
+    d = _domain(values, domain)
+    return _transform(values, d.omega_inv, d.n_inv)
 
 
-def coset_ntt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
+def coset_ntt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
     x = _limbs(values)
     K.mul_table(x, _powers(shift, len(x)), 0, len(x))
-    return ntt(x, convention)
+    return ntt(x, domain)
 
 
-def coset_intt(values, shift: int, convention: str = "snarkjs") -> np.ndarray:
+def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
-    coeffs = intt(values, convention)
+    coeffs = intt(values, domain)
     K.mul_table(coeffs, _powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
     return coeffs
 

@@ -5,7 +5,8 @@ pipeline, ec/msm_impl.cuh, instantiated per group).
 infinity), or a ``Bases`` from ``prepare_bases`` (resident, Montgomery form, optionally with a
 table of window multiples); scalars standard-form Fr ``uint64[n, 4]``; numpy or cupy (raw points
 are converted to a temporary Montgomery copy per call). Returns sum_i s_i P_i as a numpy ``uint64[2, 6]``
-(affine, standard form, all zero for infinity), bit for bit what g1_ref.msm_naive gives.
+(affine, standard form, all zero for infinity), bit for bit what ref.g1.msm_naive gives.
+Scalars may also be an FrVector (trusted: not range-checked again).
 ``msm_g2``: the same with G2 points ``uint64[n, 2, 2, 6]`` (x.c0, x.c1, y.c0, y.c1) and a
 ``uint64[2, 2, 6]`` result, bit for bit arkworks' ``G2Point.multiexp_unchecked``.
 
@@ -15,7 +16,7 @@ the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, poi
 (CuPy) -> segmented bucket accumulation, S entries per thread whatever the bucket sizes
 (msm_seg_points, then msm_seg_partials for buckets that cross segments) -> per-chunk bucket
 reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
-sums and the scalar-1 sum with Python ints (g1_ref / g2_ref): ~c W doublings, then one inversion.
+sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
 
 Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
 windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
@@ -33,8 +34,10 @@ import numpy as np
 
 from ..field import FP_LIMBS, FP_R_INV, Q_MOD, fp_to_limbs, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
-from . import g1_ref, g2_ref
-from .cuda import _check_fr
+from ..ref import g1 as g1_ref
+from ..ref import g2 as g2_ref
+from .device import check_fr
+from .device import launch as launch_kernel
 
 THREADS = 128
 NO_KEY = 0xFFFFFFFF
@@ -172,7 +175,7 @@ def _check_points(g: Group, points, n: int | None = None):
     return cp.asarray(points)
 
 
-def _xyzz_rows_to_ints(g: Group, rows: np.ndarray) -> list[tuple]:
+def xyzz_rows_to_ints(g: Group, rows: np.ndarray) -> list[tuple]:
     """uint64[m, 4, *elem] Montgomery XYZZ -> list of standard-form XYZZ tuples."""
     vals = limbs_to_ints(rows.reshape(-1, FP_LIMBS))
     vals = g.coords_to_ints([int(v) * FP_R_INV % Q_MOD for v in vals])
@@ -180,7 +183,7 @@ def _xyzz_rows_to_ints(g: Group, rows: np.ndarray) -> list[tuple]:
 
 
 def _launch(g: Group, name: str, nthreads: int, args) -> None:
-    get_kernel(g.module, g.prefix + name, g.defines)(((nthreads + THREADS - 1) // THREADS,), (THREADS,), args)
+    launch_kernel(get_kernel(g.module, g.prefix + name, g.defines), nthreads, args, THREADS)
 
 
 def _xyzz_buffer(cp, g: Group, m: int, zero: bool = False):
@@ -311,7 +314,7 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events)."""
     cp = require_cupy()
-    s = _check_fr(scalars, f"msm_{g.name} scalars")
+    s = check_fr(scalars, f"msm_{g.name} scalars").limbs
     n = s.shape[0]
     timer = PhaseTimer(cp) if timings is not None else None
     if isinstance(points, Bases):
@@ -346,19 +349,19 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
     if m and use_table:
         c = bases.table_window
         sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n)
-        acc = _xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
+        acc = xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
         _mark(timer, "host")
     elif m:
         c = window or default_window(m)
         sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer)
-        for w, p in enumerate(reversed(_xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
+        for w, p in enumerate(reversed(xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
                     acc = ref.xyzz_dbl(acc)
             acc = ref.xyzz_add(acc, p)
         _mark(timer, "host")
     if ones.shape[0]:
-        acc = ref.xyzz_add(acc, _xyzz_rows_to_ints(g, cp.asnumpy(sum_points(cp, g, pts, ones)))[0])
+        acc = ref.xyzz_add(acc, xyzz_rows_to_ints(g, cp.asnumpy(sum_points(cp, g, pts, ones)))[0])
         _mark(timer, "ones")
     if timer is not None:
         timings.update(timer.ms())

@@ -1,7 +1,7 @@
-"""Multi-scalar multiplication in G1 and G2 on the CPU (py-arkworks-bls12381), and the naive
-reference the GPU kernels are checked against.
+"""Multi-scalar multiplication in G1 and G2 on the CPU (py-arkworks-bls12381), the naive
+reference the GPU kernels are checked against, and fixed-base multiplication (the setup's).
 
-Scalars are Fr ints (object vector) or standard-form ``uint64[n, 4]`` limbs; bases are lists of
+Scalars are Fr ints (object vector), standard-form ``uint64[n, 4]`` limbs or an FrVector; bases are lists of
 arkworks points (converted once from key arrays by cuzk_ray.curve and kept by the backend).
 """
 
@@ -10,12 +10,14 @@ from __future__ import annotations
 import numpy as np
 from py_arkworks_bls12381 import G1Point, G2Point, Scalar
 
-from .curve import scalars as to_scalars
-from .field import fr_to_limbs
+from ..curve import scalars as to_scalars
+from ..field import FrVector, fr_to_limbs
 
 
 def _nonzero(scalars) -> tuple[np.ndarray, np.ndarray]:
     """(indices of non-zero scalars, their limbs)."""
+    if isinstance(scalars, FrVector):
+        scalars = np.asarray(scalars.limbs)
     limbs = scalars if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64 else fr_to_limbs(scalars)
     idx = np.flatnonzero(limbs.any(axis=1))
     return idx, limbs[idx]
@@ -92,7 +94,7 @@ def fixed_base_mul_array(group: str, scalars, workers: int | None = None, min_pa
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from .curve import g1_array, g2_array
+    from ..curve import g1_array, g2_array
 
     limbs = scalars if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64 else fr_to_limbs(scalars)
     to_array = g1_array if group == "g1" else g2_array

@@ -1,4 +1,4 @@
-"""From R1CS to the quotient polynomial h, in the snarkjs convention (DESIGN.md section 4).
+"""From R1CS to the quotient polynomial h in the snarkjs convention (DESIGN.md section 4): the CPU reference.
 
 Notation: m constraints, p public inputs, n = domain size = smallest power of two > m + p.
 The QAP appends p + 1 rows to A: row m + s has coefficient 1 on wire s (s = 0..p), which binds the
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .field import R_MOD, fr_vector, root_of_unity
-from .ntt import coset_ntt, intt
-from .r1cs import ConstraintSystem
+from ..domain import Domain, domain_size, resolve
+from ..field import R_MOD, fr_batch_inverse, fr_vector
+from ..r1cs import ConstraintSystem
+from .ntt import coset_ntt, intt, powers
 
-
-def domain_size(n_constraints: int, n_public: int) -> int:
-    """Smallest power of two strictly greater than n_constraints + n_public."""
-    return 1 << (n_constraints + n_public).bit_length()
+__all__ = ["domain_size", "evaluations", "extend_to_domain", "compute_h", "h_query_scalars", "lagrange_at"]
 
 
 def evaluations(cs: ConstraintSystem, witness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,32 +44,26 @@ def extend_to_domain(a, b, c, witness, n_public: int):
     return tuple(out)
 
 
-def compute_h(a, b, c, convention: str = "snarkjs") -> np.ndarray:
+def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     """h on the odd 2n-th roots (the scalars for the H query), from a, b, c on the n-th roots."""
-    n = len(a)
-    shift = root_of_unity(2 * n, convention)
-    odd = [coset_ntt(intt(x, convention), shift, convention) for x in (a, b, c)]
+    d = resolve(domain, len(a), "compute_h")
+    odd = [coset_ntt(intt(x, d), d.omega_2n, d) for x in (a, b, c)]
     return (odd[0] * odd[1] - odd[2]) % R_MOD
 
 
-def h_query_scalars(tau: int, n: int, convention: str = "snarkjs") -> np.ndarray:
+def h_query_scalars(tau: int, n: int, domain: Domain | str | None = None) -> np.ndarray:
     """L^(2n)_(2j+1)(tau) for j < n: the odd Lagrange basis of the 2n domain at tau (setup side)."""
-    from .field import fr_batch_inverse
-    from .ntt import powers
-
-    w2 = root_of_unity(2 * n, convention)
+    w2 = resolve(domain, n, "h_query_scalars").omega_2n
     odd_roots = powers(pow(w2, 2, R_MOD), n, start=w2)  # w2^(2j+1)
     z2n = (pow(tau, 2 * n, R_MOD) - 1) % R_MOD
     inv = fr_batch_inverse((tau - odd_roots) % R_MOD)
     return (odd_roots * inv % R_MOD) * (z2n * pow(2 * n, -1, R_MOD) % R_MOD) % R_MOD
 
 
-def lagrange_at(tau: int, n: int, convention: str = "snarkjs") -> np.ndarray:
+def lagrange_at(tau: int, n: int, domain: Domain | str | None = None) -> np.ndarray:
     """L^n_j(tau) for j < n on the n-th roots of unity: (tau^n - 1) w^j / (n (tau - w^j))."""
-    from .field import fr_batch_inverse
-    from .ntt import powers
-
-    roots = powers(root_of_unity(n, convention), n)
+    d = resolve(domain, n, "lagrange_at")
+    roots = powers(d.omega, n)
     zn = (pow(tau, n, R_MOD) - 1) % R_MOD
     inv = fr_batch_inverse((tau - roots) % R_MOD)
-    return (roots * inv % R_MOD) * (zn * pow(n, -1, R_MOD) % R_MOD) % R_MOD
+    return (roots * inv % R_MOD) * (zn * d.n_inv % R_MOD) % R_MOD

@@ -1,5 +1,5 @@
 """Pure-Python BLS12-381 G2 arithmetic (Python ints, no arkworks): the oracle for the GPU G2
-kernels and the host-side tail of the G2 MSM (combining per-window results), as g1_ref is for G1.
+kernels and the host-side tail of the G2 MSM (combining per-window results), as ref/g1.py is for G1.
 
 Fp2 = Fp[u]/(u^2 + 1), elements ``(c0, c1)`` of standard-form ints. Points: affine
 ``((x0, x1), (y0, y1))``, ``None`` for infinity; or XYZZ ``(X, Y, ZZ, ZZZ)`` of Fp2 elements with
@@ -10,7 +10,7 @@ Formulas: EFD, shortw/xyzz (add-2008-s, dbl-2008-s-1), the same as ec/xyzz.cuh.
 from __future__ import annotations
 
 from ..field import Q_MOD as P
-from .g1_ref import double_and_add
+from .g1 import double_and_add
 
 ZERO, ONE = (0, 0), (1, 0)
 B = (4, 4)  # 4 (u + 1)

@@ -1,0 +1,238 @@
+"""NTT and the H computation on the GPU (kernels/ntt.cu).
+
+Boundary format: standard-form Fr limbs ``uint64[n, 4]`` (or ``uint64[batch, n, 4]`` for the
+NTT), numpy or cupy, C-contiguous, every value < r, or an FrVector (trusted: checked where it was
+made). Results come back as numpy arrays of the same layout. ``*_device`` variants take and
+return cupy arrays and leave everything in VRAM. ``domain`` is a cuzk_ray.domain.Domain (or a
+root convention name; None: snarkjs); the twiddle tables are cached per device and domain
+(device.NTT_TABLES).
+
+Semantics match the CPU oracle (cuzk_ray.ref.ntt, cuzk_ray.ref.qap) bit for bit:
+  ntt(x)                      = ref.ntt.ntt(x)             evaluations on w^j
+  ntt(x, shift=g)             = ref.ntt.coset_ntt(x, g)    evaluations on g w^j
+  ntt(x, inverse=True)        = ref.ntt.intt(x)
+  ntt(x, inverse=True, shift=g) = ref.ntt.coset_intt(x, g)
+  compute_h(a, b, c)          = ref.qap.compute_h(a, b, c)
+
+CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
+saying what to install or do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..domain import Domain, resolve
+from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
+from ..kernels.loader import get_kernel, require_cupy
+from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, two_level
+
+MODULE = "ntt.cu"
+MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB); at most 9
+THREADS = 256  # pointwise kernels
+
+
+# ---------------------------------------------------------------------------------------------
+# Device tables
+
+
+def _omega_table(d: Domain):
+    """Twiddles level by level, tw[k - 1 + r] = w_(2k)^r for k = 1, 2, .., n/2 and r < k
+    (n - 1 entries, Montgomery form), on the current device (cached per domain).
+    The top level (w_n^r) comes from a two-level table, the lower ones by a gather from it."""
+
+    def build():
+        cp = require_cupy()
+        log_n = d.log_n
+        half = 1 << (log_n - 1)
+        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1])
+        tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
+        get_kernel(MODULE, "powers_table")(
+            ((half + THREADS - 1) // THREADS,), (THREADS,),
+            (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
+        )
+        if half > 1:
+            get_kernel(MODULE, "twiddle_levels")(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
+        return tab
+
+    return NTT_TABLES.get(("omega", d), build)
+
+
+def _scale_table(g: int, log_n: int, factors: tuple):
+    def build():
+        cp = require_cupy()
+        hi, lo, lo_bits = two_level(g, log_n, factors)
+        return cp.asarray(hi), cp.asarray(lo), lo_bits
+
+    return NTT_TABLES.get(("scale", g, log_n, factors), build)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel launches (x: cupy uint64[batch, n, 4], modified in place)
+
+
+def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
+    """(lo, k) windows of index bits, balanced, k <= MAX_PASS_BITS; DIF top-down, DIT bottom-up."""
+    npass = -(-log_n // MAX_PASS_BITS)
+    sizes = [log_n // npass + (1 if i < log_n % npass else 0) for i in range(npass)]
+    plan, lo = [], 0
+    for k in sizes:
+        plan.append((lo, k))
+        lo += k
+    return plan if dit else [(log_n - lo - k, k) for lo, k in plan]
+
+
+# NTT pass kernel (kernels/ntt.cu): "ntt_pass" (radix 2, twiddles from global memory),
+# "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
+# shared memory); "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w": ntt_pass / ntt_pass_r4 with the
+# 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses.
+# All are tested bit for bit; the default is the fastest measured on the H200 (2026-11-29:
+# 2^24 5.27 ms with ntt_pass_w vs 7.64 with ntt_pass, 2^27 43.8 vs 63.8; docs/BENCHMARKS.md).
+PASS_KERNEL = "ntt_pass_w"
+# kernel -> (tile elements per thread, launch bound of threads per block); a block of fewer
+# threads than tile / per-thread loops over the tile (the pass loops are strided).
+_PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws": (2, 512),
+                  "ntt_pass_w": (2, 512), "ntt_pass_w32": (2, 512), "ntt_pass_r4w": (4, 256)}
+
+
+def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
+    c = min(lo, 2)
+    tile = 1 << (k + c)
+    per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
+    threads = min(max(tile // per_thread, 1), max_threads)
+    smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
+    kernel = get_kernel(MODULE, PASS_KERNEL)
+    if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
+        kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
+    kernel((1 << (log_n - k - c), src.shape[0]), (threads,),
+           (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
+           shared_mem=smem)
+
+
+def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:
+    """All passes of one transform of every vector of src, result in dst (src == dst: in place).
+
+    With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
+    and a temporary buffer is used between passes when there is more than one.
+    """
+    plan = _pass_plan(log_n, dit)
+    base = (1 if inverse else 0) | (2 if dit else 0)
+    if bitrev_out and src is dst:
+        raise ValueError("_run_passes: a bit-reversed write cannot be in place")
+    cur = src
+    for i, (lo, k) in enumerate(plan):
+        last = i == len(plan) - 1
+        if last:
+            target = dst
+        elif cur is not src or src is dst:
+            target = cur
+        else:
+            target = require_cupy().empty_like(src) if bitrev_out else dst
+        _launch_pass(cur, target, log_n, tw, lo, k, base | (4 if last and bitrev_out else 0))
+        cur = target
+
+
+def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
+    """dst[y][i] = src[y][i] * g^j * factors[y or 0], j = i or bitrev(i); src may be dst."""
+    hi, lo, lo_bits = _scale_table(g, log_n, factors)
+    stride = (1 << lo_bits) if len(factors) > 1 else 0
+    n = 1 << log_n
+    get_kernel(MODULE, "scale_powers")(
+        ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
+        (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API
+
+
+def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None):
+    """NTT of each row of a cupy ``uint64[batch, n, 4]`` (standard form); returns a new cupy array.
+
+    Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
+    coefficients of the polynomial with those evaluations (the 1/n and shift^-i are applied).
+    The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
+    the last writes the result bit-reversed, i.e. in natural order) + at most one scaling pass.
+    """
+    cp = require_cupy()
+    log_n = log2_size(x.shape[1], "ntt")
+    d = resolve(domain, x.shape[1], "ntt")
+    shift = None if shift is None else int(shift) % R_MOD
+    if shift == 0:
+        raise ValueError("ntt: shift must be a non-zero Fr element")
+    if log_n == 0:
+        return x.copy()  # a 1-point transform is the identity for any shift
+    tw = _omega_table(d)
+    out = cp.empty_like(x)
+    if not inverse:
+        src = x
+        if shift not in (None, 1):
+            src = cp.empty_like(x)
+            _scale(x, src, log_n, shift, (1,), bitrev=False)
+        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
+        return out
+    _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
+    g = 1 if shift is None else pow(shift, -1, R_MOD)
+    _scale(out, out, log_n, g, (d.n_inv,), bitrev=False)
+    return out
+
+
+def compute_h_device(abc, domain: Domain | str | None = None):
+    """h from a cupy ``uint64[3, n, 4]`` holding a, b, c (standard form); overwrites abc.
+
+    Steps (all in VRAM, 3 vectors per launch):
+      1. iNTT_n by DIF passes with inverse twiddles  -> coefficients in bit-reversed order
+      2. coefficient i *= w_2n^i / n (and an extra R on b, see h_pointwise) -> 1 scaling pass
+      3. NTT_n by DIT passes (bit-reversed in)       -> values at the odd 2n-th roots, natural order
+      4. h_j = a_j b_j - c_j                          -> new cupy uint64[n, 4]
+    No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
+    """
+    cp = require_cupy()
+    if abc.ndim != 3 or abc.shape[0] != 3:
+        raise ValueError(f"compute_h_device: expected shape [3, n, 4], got {tuple(abc.shape)}")
+    n = abc.shape[1]
+    log_n = log2_size(n, "compute_h")
+    d = resolve(domain, n, "compute_h")
+    if log_n == 0:
+        return _h_n1(abc)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
+    tw = _omega_table(d)
+    _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
+    n_inv = d.n_inv
+    _scale(abc, abc, log_n, d.omega_2n, (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
+    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
+    h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
+    get_kernel(MODULE, "h_pointwise")(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
+    return h
+
+
+def _h_n1(abc):
+    cp = require_cupy()
+    a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
+    return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
+
+
+def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None) -> np.ndarray:
+    """NTT on the GPU of standard-form Fr limbs ``uint64[n, 4]`` or ``uint64[batch, n, 4]`` (or an
+    FrVector). Returns a new numpy array of the same shape (standard form); x is not written. See
+    the module docstring for the exact meaning of inverse and shift.
+    """
+    cp = require_cupy()
+    xd = check_fr(x, "ntt").limbs if isinstance(x, FrVector) else check_fr_array(x, "ntt", ndims=(2, 3))
+    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain)
+    return cp.asnumpy(out).reshape(x.shape)
+
+
+def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
+    """ref.qap.compute_h on the GPU: a, b, c standard-form ``uint64[n, 4]`` (raw arrays are
+    checked, FrVectors trusted); returns h, numpy ``uint64[n, 4]``.
+
+    a, b, c are copied into one device buffer (the inputs are not written); everything between
+    upload and download stays in VRAM.
+    """
+    cp = require_cupy()
+    vecs = [check_fr(v, name).limbs for v, name in ((a, "compute_h a"), (b, "compute_h b"), (c, "compute_h c"))]
+    if not (vecs[0].shape == vecs[1].shape == vecs[2].shape):
+        raise ValueError(f"compute_h: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
+    abc = cp.stack(vecs)
+    return cp.asnumpy(compute_h_device(abc, domain))
