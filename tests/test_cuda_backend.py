@@ -55,7 +55,7 @@ def test_engine_with_gpu_prover(tmp_path):
     import ray
 
     from cuzk_ray.circuits import PorepCircuit
-    from cuzk_ray.engine import ProvingEngine
+    from cuzk_ray.engines import ProvingEngine
     from cuzk_ray.groth16.setup import dev_setup
     from cuzk_ray.groth16.verifier import verify
 
@@ -104,7 +104,7 @@ def test_one_gpu_actor_overlaps_partitions_when_concurrent(tmp_path, concurrency
     import ray
 
     from cuzk_ray.circuits import PorepCircuit
-    from cuzk_ray.engine import ProvingEngine
+    from cuzk_ray.engines import ProvingEngine
     from cuzk_ray.groth16.setup import dev_setup
     from cuzk_ray.groth16.verifier import verify
 

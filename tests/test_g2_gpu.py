@@ -3,7 +3,7 @@ fixed-base batch multiplication (cuda_fixed_base) for G1 and G2, against arkwork
 
 Bases are k_i * B for a random B and small known k_i (0 = the point at infinity), so the expected
 sum of n terms is one scalar multiplication (sum_i s_i k_i mod r) * B; sizes up to 2^12 + 5 are
-also checked against py-arkworks' own MSM (cuzk_ray.msm.msm_g2, G2Point.multiexp_unchecked).
+also checked against py-arkworks' own MSM (cuzk_ray.ref.msm.msm_g2, G2Point.multiexp_unchecked).
 Run on a GPU machine: ``pytest -m gpu tests/test_g2_gpu.py``; seeds are in the assertion
 messages (CUZK_TEST_SEED replays them).
 """

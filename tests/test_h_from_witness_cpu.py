@@ -106,7 +106,7 @@ def test_fr_to_limbs_round_trip_for_setup_constants():
 
 def test_host_bytes_estimate_cuda_holds_only_the_witness_twice():
     from cuzk_ray.circuits import PorepCircuit
-    from cuzk_ray.pipeline import partition_host_bytes
+    from cuzk_ray.engines.admission import partition_host_bytes
 
     c = PorepCircuit(constraints=1 << 16)
     cpu, cuda = partition_host_bytes(c, 1 << 16), partition_host_bytes(c, 1 << 16, "cuda")

@@ -1,4 +1,4 @@
-"""cuzk_ray.ntt_fast against the reference (cuzk_ray.ntt, qap.compute_h): bit for bit, fresh random inputs."""
+"""cuzk_ray.fast.ntt against the reference (cuzk_ray.ref.ntt, ref.qap.compute_h): bit for bit, fresh random inputs."""
 
 import numpy as np
 import pytest

@@ -10,7 +10,7 @@ from cuzk_ray.field import FrVector
 from cuzk_ray.formats.native import KeyBundleError, load_bundle, save_bundle
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.partition import Partition, from_record_batch, to_record_batch
-from cuzk_ray.qap import domain_size
+from cuzk_ray.ref.qap import domain_size
 
 
 @pytest.mark.parametrize("constraints,public,share", [(64, 1, 0.0), (1024, 4, 0.05), (4096, 9, 0.3)])

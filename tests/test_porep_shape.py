@@ -20,8 +20,8 @@ from cuzk_ray.circuits.porep import (
     synthesize_filecoin,
 )
 from cuzk_ray.field import R_MOD
-from cuzk_ray.qap import domain_size
 from cuzk_ray.r1cs import UnsatisfiedConstraint
+from cuzk_ray.ref.qap import domain_size
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,7 +3,7 @@
 The fixtures under tests/fixtures/circom/ were made with circom 2.2.3 (npm circom2 0.2.23,
 --prime bls12381) and snarkjs 0.7.6 by tests/fixtures/make_fixtures.sh (see its header).
 Fast, no Ray. The strongest check is test_qap_proof_verifies: a proof assembled from the decoded
-key with cuzk_ray.qap must pass the pairing check, which fails if any part of the decoding is off.
+key with cuzk_ray.ref.qap must pass the pairing check, which fails if any part of the decoding is off.
 """
 
 from __future__ import annotations

@@ -493,7 +493,7 @@ def _chain_kernel():
     if _CHAIN is None:
         from numba import njit
 
-        from ..fr_kernels import mod_add, mont_mul
+        from ..fast.fr_kernels import mod_add, mont_mul
 
         _mod_add, _mont_mul = mod_add, mont_mul
         _CHAIN = njit(nogil=True, cache=True)(_chain_products)
