@@ -18,6 +18,7 @@
         --seg-max 32: most sorted entries per thread in the MSM bucket accumulation (cuda_msm.SEG_MAX).
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
+        --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
 Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
 it) with its matrices resident (load_cs); "abc" = the three sparse mat-vecs into the H buffer
 (with the +-1 fast path, and with every coefficient multiplied), "h" = abc + H on the device,
@@ -93,6 +94,20 @@ def time_ms(cp, fn, runs: int) -> float:
     return statistics.median(times)
 
 
+def bench_range_check(cp, sizes, runs: int) -> None:
+    """What one range check of a field vector costs (cuda.device.check_fr_array: dtype, shape,
+    contiguity, every row < r; the bool() of its result waits for the device): the check that
+    FrVector lets a partition skip."""
+    from cuzk_ray.cuda.device import check_fr_array
+
+    print("\n| log2 n | range check ms (device array) |")
+    print("|---:|---:|")
+    for log_n in sizes:
+        x = random_fr(cp, (1 << log_n, 4), log_n)
+        ms = time_ms(cp, lambda x=x: check_fr_array(x, "bench"), runs)
+        print(f"| {log_n} | {ms:.3f} |")
+
+
 def parse_variants(arg: str) -> list[list[str]]:
     """"A=1,B=2;C=3" -> [["A=1", "B=2"], ["C=3"]]: compile-time variants, their defines."""
     return [v.split(",") for v in arg.split(";")]
@@ -101,7 +116,7 @@ def parse_variants(arg: str) -> list[list[str]]:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max = list(range(16, 27)), 7, 40
-    msm_sizes, spmv_sizes, setup_sizes = [], [], []
+    msm_sizes, spmv_sizes, setup_sizes, check_sizes = [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables = [], [], []
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
@@ -138,6 +153,8 @@ def main(argv: list[str]) -> None:
             spmv_sizes = parse_sizes(args.pop(0))
         elif a == "--setup":
             setup_sizes = parse_sizes(args.pop(0))
+        elif a == "--check":
+            check_sizes = parse_sizes(args.pop(0))
         elif a == "--pass":
             pass_kernels = args.pop(0).split(",")
         elif a == "--pass-bits":
@@ -164,6 +181,8 @@ def main(argv: list[str]) -> None:
         bench_spmv(cp, spmv_sizes, runs)
     if setup_sizes:
         bench_setup(cp, setup_sizes, runs)
+    if check_sizes:
+        bench_range_check(cp, check_sizes, runs)
 
 
 _NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels
