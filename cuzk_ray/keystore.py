@@ -14,13 +14,22 @@ from .groth16.setup import dev_setup
 log = logging.getLogger(__name__)
 
 
+def dev_key_path(circuit, cache_dir, setup_seed: int = 0) -> Path:
+    """Where the dev key of ``circuit`` made with ``setup_seed`` is cached (a bundle directory)."""
+    return Path(cache_dir).expanduser() / "keys" / f"{circuit.circuit_id}-setup{setup_seed}"
+
+
+def dev_key_cached(circuit, cache_dir, setup_seed: int = 0) -> bool:
+    """True when the bundle is on disk (its manifest is written last)."""
+    return (dev_key_path(circuit, cache_dir, setup_seed) / "manifest.json").is_file()
+
 
 def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
     """(pk, cs, path, created): load the cached bundle or run the dev setup (on the GPU when
     setup_backend resolves to cuda) and cache it on disk (a 2^24-constraint key and its matrices
     are ~13 GB: the bundle is memory-mapped back, so the host keeps only what it touches)."""
-    path = Path(cache_dir).expanduser() / "keys" / f"{circuit.circuit_id}-setup{setup_seed}"
-    if (path / "manifest.json").is_file():
+    path = dev_key_path(circuit, cache_dir, setup_seed)
+    if dev_key_cached(circuit, cache_dir, setup_seed):
         pk, cs = load_bundle(path)
         if cs is not None:
             return pk, cs, path, False

@@ -5,7 +5,8 @@ one line naming the resource, the need with its parts, and the have:
     host memory: need 61.0 GiB (key copy 44.1 GiB + 12 partitions x 0.40 GiB + ...), have 23.0 GiB
 
 Ray-free and pure: ``Needs`` are computed from a ``KeyShape`` (sizes only, nothing built) and the
-run's settings; ``Have`` is read from the machine (or given, in tests); ``check`` compares them.
+run's settings; ``Have`` is read from the machine (or given, in tests); ``check`` compares them;
+``preflight`` does all three for a job (jobs/prove.py, jobs/bench.py) before its key is made.
 Every estimate here is an upper bound of the arrays the code allocates, named after them.
 """
 
@@ -178,6 +179,48 @@ def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
                     hint = f"; pw={pw} would fit"
             raise PreflightError(n.line() + hint)
     return got
+
+
+def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[KeyShape, RunPlan, Have] | None:
+    """The shape, plan and machine of a job about to run (None when the circuit's sizes are not
+    known before its key is read: snarkjs zkeys). ``settings``: engines.EngineSettings. The
+    object store's have is Ray's default for an embedded Ray (30 % of the host's memory); on a
+    cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
+    (2 with CPU provers, pw_per_gpu per visible GPU)."""
+    from .engines.admission import partition_host_bytes
+
+    shape = circuit.key_shape()
+    if shape is None:
+        return None
+    vram = gpus = None
+    if settings.backend == "cuda":
+        vram, gpus = _vram_free()
+    pw = 1 if settings.engine == "local" else settings.pw
+    if pw is None:
+        pw = settings.pw_per_gpu * max(1, gpus or 0) if settings.backend == "cuda" else 2
+    plan = RunPlan(pw=pw, partition_host_bytes=partition_host_bytes(circuit, shape.domain, settings.backend),
+                   backend=settings.backend, engine=settings.engine,
+                   key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency)
+    embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
+    store = int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) if embedded else None
+    return shape, plan, machine_have(cache_dir, store, vram)
+
+
+def _vram_free() -> tuple[int | None, int]:
+    """(free bytes on the current GPU, number of GPUs) from CuPy; (None, 0) without one."""
+    try:
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+        return (cupy.cuda.runtime.memGetInfo()[0] if n else None), n
+    except Exception:  # noqa: BLE001  no CuPy or no driver: nothing to check
+        return None, 0
+
+
+def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:
+    """check() for a job about to run (see plan_run); [] when its sizes are not known yet."""
+    planned = plan_run(settings, circuit, cache_dir, setup_seed)
+    return [] if planned is None else check(*planned)
 
 
 def machine_have(key_dir: str, object_store: int | None = None, vram_free: int | None = None) -> Have:

@@ -35,10 +35,12 @@ def run(cfg: dict) -> int:
     from cuzk_ray.errors import ProofFailed
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
     from cuzk_ray.keystore import ensure_dev_key
+    from cuzk_ray.preflight import preflight
 
     circuit = make_circuit(cfg["circuit"])
     settings = EngineSettings.from_config(cfg)  # bad settings fail here, before any work
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     out = Path(cfg["output_dir"])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -32,6 +32,7 @@ def run(cfg: dict) -> int:
     from cuzk_ray.engines.admission import check_budget, partition_host_bytes
     from cuzk_ray.engines.report import stage_table
     from cuzk_ray.errors import ProofFailed
+    from cuzk_ray.preflight import preflight
 
     t_start = time.perf_counter()
     settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
@@ -39,6 +40,7 @@ def run(cfg: dict) -> int:
         raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
     circuit = make_circuit(cfg["circuit"])
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     # Everything that can reject the input runs before output_dir is touched.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])

@@ -52,3 +52,35 @@ def test_a_smaller_pw_is_offered_when_it_fits():
     with pytest.raises(PreflightError, match=r"^host memory: .*; pw=4 would fit$"):
         check(shape, plan(pw=12), have)
     assert check(shape, plan(pw=4), have)  # and it does
+
+
+def test_layout_counts_match_the_built_matrices():
+    """key_shape() comes from the layout without building: it must equal what build() makes."""
+    from cuzk_ray.circuits import PorepCircuit
+
+    for circuit in (PorepCircuit(constraints=1024), PorepCircuit(constraints=1 << 14, public=327, shape="filecoin")):
+        cs, shape = circuit.build(), circuit.key_shape()
+        assert (shape.nnz_a, shape.nnz_b, shape.nnz_c) == (cs.A.nnz, cs.B.nnz, cs.C.nnz)
+        assert shape.n_wires == cs.n_wires and shape.domain == circuit.constraints
+
+
+def test_prove_job_refuses_porep32g_here_in_one_line(tmp_path):
+    """The 2^27 preset on a machine that cannot hold its key: one line naming the resource, exit
+    2, in seconds, no key made. Its twin (a small run that fits) is every other prove-job test."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    t0 = time.perf_counter()
+    res = subprocess.run([sys.executable, str(root / "jobs" / "prove.py"), "circuit=porep32g",
+                          f"output_dir={tmp_path / 'out'}", f"cache_dir={tmp_path / 'cache'}"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith(("error: disk (key cache): need ", "error: host memory: need ",
+                            "error: object store: need ", "error: VRAM: need ")), res.stderr
+    assert ", have " in last and "Traceback" not in res.stderr
+    assert not (tmp_path / "cache").exists()  # nothing written where the key would go
+    assert time.perf_counter() - t0 < 60

@@ -37,6 +37,18 @@ class PorepCircuit:
         """The circuit's layout (sizes only, nothing built)."""
         return porep.make_layout(self.constraints, self.public, self.field_share, self.shape)
 
+    def key_shape(self):
+        """The sizes of this circuit's key and matrices (preflight), from the layout alone."""
+        from ..preflight import KeyShape
+
+        lay = self.layout()
+        return KeyShape(lay.n_wires, self.public, self.constraints, *lay.nnz())
+
+    def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
+        from ..keystore import dev_key_cached
+
+        return dev_key_cached(self, cache_dir, setup_seed)
+
     @property
     def circuit_id(self) -> str:
         if self.shape != "default":  # field_share plays no part in the other shapes
@@ -113,6 +125,13 @@ class SnarkjsCircuit:
         self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""))
         note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"
         return pk, cs, {"key": self.zkey, "note": f"{note}, {len(self.witness)} witness file(s) checked"}
+
+    def key_shape(self):
+        """None: a zkey's sizes are known once it is read (load_key checks them)."""
+        return None
+
+    def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
+        return True  # the zkey is given; its conversion is cached beside it by SHA-256
 
     @property
     def circuit_id(self) -> str:

@@ -61,6 +61,12 @@ class PorepLayout:
     def n_wires(self) -> int:
         return 1 + self.public + self.n_bits + self.n_xor + self.n_field_in + self.n_mul + self.n_pack
 
+    def nnz(self) -> tuple[int, int, int]:
+        """Non-zeros of A, B, C (what build_circuit makes, without building it)."""
+        a = self.n_bits + self.n_xor + PACK_BITS * self.n_pack + self.n_mul + self.public
+        b = 2 * self.n_bits + self.n_xor + self.n_pack + self.n_mul + self.public
+        return a, b, 3 * self.n_xor + self.n_pack + self.n_mul + self.public
+
     def offsets(self) -> dict:
         o, out = 1 + self.public, {}
         for name in ("bits", "xor", "field_in", "mul", "pack"):
