@@ -133,17 +133,14 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
         out.append(Need("disk (key cache)", (("key", shape.key_bytes), ("constraint matrices", shape.matrix_bytes)),
                         have.disk_free))
     key_copy = shape.key_bytes + shape.matrix_bytes  # one host copy per node (object store or mmap)
-    parts = [("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
-                                      plan.pw * plan.partition_host_bytes)]
-    if plan.backend == "cuda":
-        parts.append((f"pinned buffers {plan.gpu_concurrency} x {gib(shape.witness_bytes)}",
-                      plan.gpu_concurrency * shape.witness_bytes))
-    parts.append(("driver", DRIVER_BYTES))
-    out.append(Need("host memory", tuple(parts), have.host_available))
-    if plan.engine == "ray":
-        out.append(Need("object store", (("key", key_copy), (f"{plan.pw} partitions",
-                                                             plan.pw * plan.partition_host_bytes)),
-                        have.object_store))
+    # what the engine reserves per partition in flight (engines.admission: cuda counts the Arrow
+    # batch and its pinned staging copy; cpu the witness, a, b, c and h)
+    parts = (("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
+                                      plan.pw * plan.partition_host_bytes), ("driver", DRIVER_BYTES))
+    out.append(Need("host memory", parts, have.host_available))
+    if plan.engine == "ray":  # the key and each partition's Arrow batch (its witness limbs)
+        batches = (f"{plan.pw} partition batches x {gib(shape.witness_bytes)}", plan.pw * shape.witness_bytes)
+        out.append(Need("object store", (("key", key_copy), batches), have.object_store))
     if plan.backend == "cuda":
         device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
         work = plan.gpu_concurrency * working_set_bytes(shape)
