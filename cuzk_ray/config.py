@@ -31,6 +31,7 @@ class RayConf:
     dashboard: bool = False  # embedded Ray only, bound to 127.0.0.1
     ship_package: bool = True  # runtime_env py_modules: workers import this cuzk_ray
     metrics_export_port: int | None = None  # embedded Ray only: Prometheus endpoint
+    object_store_memory: str | None = None  # embedded Ray only, e.g. 64GiB; null: sized for the key
 
 
 @dataclass

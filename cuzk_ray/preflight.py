@@ -16,6 +16,8 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from .engines.admission import OBJECT_STORE_MARGIN
+
 GIB = 1 << 30
 G1_AFFINE = 96  # bytes: two Fp coordinates of 6 u64 limbs
 G2_AFFINE = 192
@@ -140,7 +142,8 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     out.append(Need("host memory", parts, have.host_available))
     if plan.engine == "ray":  # the key and each partition's Arrow batch (its witness limbs)
         batches = (f"{plan.pw} partition batches x {gib(shape.witness_bytes)}", plan.pw * shape.witness_bytes)
-        out.append(Need("object store", (("key", key_copy), batches), have.object_store))
+        out.append(Need("object store", (("key", key_copy), batches, ("margin", OBJECT_STORE_MARGIN)),
+                        have.object_store))
     if plan.backend == "cuda":
         device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
         work = plan.gpu_concurrency * working_set_bytes(shape)
@@ -184,23 +187,35 @@ def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[Ke
     object store's have is Ray's default for an embedded Ray (30 % of the host's memory); on a
     cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
     (2 with CPU provers, pw_per_gpu per visible GPU)."""
-    from .engines.admission import partition_host_bytes
+    from .engines.admission import expected_pw, parse_bytes, partition_host_bytes
 
     shape = circuit.key_shape()
     if shape is None:
         return None
-    vram = gpus = None
-    if settings.backend == "cuda":
-        vram, gpus = _vram_free()
-    pw = 1 if settings.engine == "local" else settings.pw
-    if pw is None:
-        pw = settings.pw_per_gpu * max(1, gpus or 0) if settings.backend == "cuda" else 2
+    vram, gpus = _vram_free() if settings.backend == "cuda" else (None, 0)
+    pw = expected_pw(settings, gpus)
     plan = RunPlan(pw=pw, partition_host_bytes=partition_host_bytes(circuit, shape.domain, settings.backend),
                    backend=settings.backend, engine=settings.engine,
                    key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency)
     embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
-    store = int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) if embedded else None
+    store = None  # a cluster's object store is not known before connecting: not checked
+    if embedded:  # sized for the key (engines.admission.object_store_bytes), in /dev/shm when it fits
+        configured = parse_bytes(settings.ray.get("object_store_memory"), "ray.object_store_memory")
+        store = configured if configured is not None else max(shared_memory_bytes(), ray_default_store_bytes())
     return shape, plan, machine_have(cache_dir, store, vram)
+
+
+def ray_default_store_bytes() -> int:
+    """Ray's default object store: 30 % of the host's memory (in /tmp when /dev/shm is smaller)."""
+    return int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def shared_memory_bytes() -> int:
+    """Free bytes of /dev/shm, where Ray keeps its object store (else the host's memory)."""
+    try:
+        return shutil.disk_usage("/dev/shm").free
+    except OSError:
+        return host_available_bytes()
 
 
 def _vram_free() -> tuple[int | None, int]:

@@ -36,6 +36,10 @@ class CsrMatrix:
     def nnz(self) -> int:
         return len(self.indices)
 
+    @property
+    def nbytes(self) -> int:
+        return int(self.indptr.nbytes + self.indices.nbytes + self.data.nbytes)
+
     @classmethod
     def from_coo(cls, rows, cols, data, n_rows: int, n_cols: int) -> CsrMatrix:
         """Build from (row, col, coefficient) triples; coefficients are ints or ``uint64[nnz,4]``."""
@@ -88,6 +92,11 @@ class ConstraintSystem:
     B: CsrMatrix
     C: CsrMatrix | None
     name: str = "r1cs"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the matrices (what a copy in the object store holds)."""
+        return sum(m.nbytes for m in (self.A, self.B, self.C) if m is not None)
 
     @property
     def n_constraints(self) -> int:

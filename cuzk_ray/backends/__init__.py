@@ -17,6 +17,16 @@ def cuda_available() -> bool:
         return False
 
 
+def visible_gpus() -> int:
+    """CUDA devices CuPy sees (0 without CuPy or a driver)."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
 def resolve_backend_name(name: str, key: str = "backend") -> str:
     """'cpu' | 'cuda' | 'auto' -> the backend that will run ('auto' takes cuda when usable);
     ``key`` names the setting in the error (backend, setup_backend)."""

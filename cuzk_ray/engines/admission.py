@@ -6,6 +6,7 @@ the accounting checkable."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 
@@ -44,6 +45,29 @@ def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> N
     if host_budget is not None and host_budget < part_bytes:
         raise ValueError(f"memory.host_budget={host_budget} B is below one partition "
                          f"({part_bytes} B for {circuit_id})")
+
+
+OBJECT_STORE_MARGIN = 2 << 30  # Ray's own objects and fragmentation beside the key and batches
+
+
+def expected_pw(settings, n_gpus: int) -> int:
+    """The pw a run will use before Ray is up: as asked, else as the executors pick it (1 in
+    process, 2 with CPU provers, pw_per_gpu x GPUs with GPU provers)."""
+    if settings.engine == "local":
+        return 1
+    if settings.pw is not None:
+        return max(1, int(settings.pw))
+    return int(settings.pw_per_gpu) * max(1, n_gpus) if settings.prover_placement == "gpu" else 2
+
+
+def object_store_bytes(key_bytes: int, witness_bytes: int, pw: int, configured=None) -> int:
+    """The object store an embedded Ray is started with: ``configured`` (ray.object_store_memory)
+    when given, else one copy of the key and matrices, pw partitions' Arrow batches and a margin,
+    and at least Ray's own default (30 % of the host's memory)."""
+    if configured is not None:
+        return parse_bytes(configured, "ray.object_store_memory")
+    default = int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))  # Ray's own
+    return max(default, key_bytes + pw * witness_bytes + OBJECT_STORE_MARGIN)
 
 
 def bounded_pw(pw: int, host_budget: int | None, part_bytes: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager, nullcontext
 
-from .admission import HostBudget, bounded_pw, check_budget, partition_host_bytes
+from .admission import HostBudget, bounded_pw, check_budget, expected_pw, object_store_bytes, partition_host_bytes
 from .scheduler import Progress, Scheduler
 from .settings import EngineSettings
 from .types import BatchResult
@@ -90,9 +90,14 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
     the engine's whole life (jobs/bench.py's memory sampler)."""
     started = False
     if settings.engine == "ray":
+        from ..backends import visible_gpus
         from .ray_executor import init_ray
 
-        started = init_ray(settings.ray)
+        # one copy of the key in the object store, never spilled: sized for it (embedded Ray)
+        store = object_store_bytes(pk.nbytes + cs.nbytes, circuit.witness_bytes(),
+                                   expected_pw(settings, visible_gpus() if settings.backend == "cuda" else 0),
+                                   settings.ray.get("object_store_memory"))
+        started = init_ray(settings.ray, store)
     try:
         with around if around is not None else nullcontext():
             engine = Engine(settings, pk, cs, circuit)

@@ -27,9 +27,10 @@ from .worker import synthesize_witness
 READY_TIMEOUT_S = 600
 
 
-def init_ray(ray_cfg: dict) -> bool:
+def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
     """Connect to ``ray.address`` / RAY_ADDRESS when given, else start an embedded Ray bound to
-    127.0.0.1. Returns True when this call started or connected Ray (so the caller shuts it down)."""
+    127.0.0.1 with an object store of ``object_store_bytes`` (None: Ray's default). Returns True
+    when this call started or connected Ray (so the caller shuts it down)."""
     if ray.is_initialized():
         return False
     kwargs = {"logging_level": logging.WARNING, "log_to_driver": True}
@@ -44,7 +45,8 @@ def init_ray(ray_cfg: dict) -> bool:
     else:
         ray.init(address="local", num_cpus=ray_cfg.get("num_cpus"), num_gpus=ray_cfg.get("num_gpus"),
                  include_dashboard=bool(ray_cfg.get("dashboard", False)), dashboard_host="127.0.0.1",
-                 _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"), **kwargs)
+                 _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"),
+                 object_store_memory=object_store_bytes, **kwargs)
     return True
 
 

@@ -43,6 +43,11 @@ class ProvingKey:
     QUERIES = ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query")
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the queries (the bulk of the key: what a copy in the object store holds)."""
+        return sum(int(getattr(self, q).nbytes) for q in self.QUERIES)
+
+    @property
     def n_wires(self) -> int:
         return len(self.a_query)
 
