@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .engines.admission import OBJECT_STORE_MARGIN
 
@@ -110,9 +110,8 @@ class RunPlan:
     backend: str  # "cpu" | "cuda"
     engine: str  # "ray" | "local"
     key_on_disk: bool  # the key (and matrices) must still be written to the cache
-    gpu_concurrency: int = 2
-    msm_scratch_bytes: int = 0  # per GPU actor, beside the working sets
-    extra: dict = field(default_factory=dict)
+    gpu_concurrency: int = 2  # partitions one GPU actor works on at once
+    gpu_workers: int = 1  # GPU actors per device, each with its own copy of the key in VRAM
 
 
 class PreflightError(ValueError):
@@ -143,13 +142,15 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     if plan.engine == "ray":  # the key and each partition's Arrow batch (its witness limbs)
         batches = (f"{plan.pw} partition batches x {gib(shape.witness_bytes)}", plan.pw * shape.witness_bytes)
         out.append(Need("object store", (("key", key_copy), batches, ("margin", OBJECT_STORE_MARGIN)),
-                        have.object_store))
+                        have.object_store))  # = engines.admission.object_store_need
     if plan.backend == "cuda":
         device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
-        work = plan.gpu_concurrency * working_set_bytes(shape)
-        out.append(Need("VRAM", (("key", shape.key_bytes), ("matrices", device_mats),
-                                 (f"{plan.gpu_concurrency} working sets", work),
-                                 ("MSM scratch", plan.msm_scratch_bytes), ("margin", VRAM_MARGIN)), have.vram_free))
+        n = plan.gpu_workers  # every actor on the device holds its own key, matrices and working sets
+        work = n * plan.gpu_concurrency * working_set_bytes(shape)
+        largest = max(shape.query_bytes.values())  # its standard-form upload while it is converted
+        out.append(Need("VRAM", ((f"{n} x key", n * shape.key_bytes), (f"{n} x matrices", n * device_mats),
+                                 (f"{n * plan.gpu_concurrency} working sets", work), ("key conversion", largest),
+                                 ("margin", VRAM_MARGIN)), have.vram_free))
     return out
 
 
@@ -187,27 +188,24 @@ def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[Ke
     object store's have is Ray's default for an embedded Ray (30 % of the host's memory); on a
     cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
     (2 with CPU provers, pw_per_gpu per visible GPU)."""
-    from .engines.admission import expected_pw, parse_bytes, partition_host_bytes
+    from .engines.admission import bounded_pw, expected_pw, parse_bytes, partition_host_bytes
 
     shape = circuit.key_shape()
     if shape is None:
         return None
     vram, gpus = _vram_free() if settings.backend == "cuda" else (None, 0)
-    pw = expected_pw(settings, gpus)
-    plan = RunPlan(pw=pw, partition_host_bytes=partition_host_bytes(circuit, shape.domain, settings.backend),
+    part_bytes = partition_host_bytes(circuit, shape.domain, settings.backend)
+    pw = bounded_pw(expected_pw(settings, gpus), settings.host_budget, part_bytes)  # as the engine bounds it
+    plan = RunPlan(pw=pw, partition_host_bytes=part_bytes,
                    backend=settings.backend, engine=settings.engine,
-                   key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency)
+                   key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency,
+                   gpu_workers=settings.gpu_workers_per_device)
     embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
     store = None  # a cluster's object store is not known before connecting: not checked
-    if embedded:  # sized for the key (engines.admission.object_store_bytes), in /dev/shm when it fits
+    if embedded:  # sized for the key (engines.admission.object_store_bytes): it must fit in /dev/shm
         configured = parse_bytes(settings.ray.get("object_store_memory"), "ray.object_store_memory")
-        store = configured if configured is not None else max(shared_memory_bytes(), ray_default_store_bytes())
+        store = configured if configured is not None else shared_memory_bytes()
     return shape, plan, machine_have(cache_dir, store, vram)
-
-
-def ray_default_store_bytes() -> int:
-    """Ray's default object store: 30 % of the host's memory (in /tmp when /dev/shm is smaller)."""
-    return int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
 def shared_memory_bytes() -> int:

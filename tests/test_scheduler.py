@@ -86,3 +86,28 @@ def test_a_local_run_does_not_import_ray():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
+
+
+def test_a_submit_that_raises_fails_its_proof_and_leaks_nothing(engine, monkeypatch):
+    """An executor that cannot take a partition (here: its submit raises) fails that proof with
+    the reason; no host bytes stay reserved; the other proof and the next batch go on."""
+    sched = engine.scheduler
+    real = engine.executor.submit
+
+    def submit(work, spec):
+        if work.proof_id == "bad":
+            raise TypeError("cannot pickle the synthesis function (injected)")
+        return real(work, spec)
+
+    monkeypatch.setattr(engine.executor, "submit", submit)
+    bad, good = sched.add(0, seed=3, proof_id="bad"), sched.add(1, seed=3, proof_id="good")
+    drain(sched)
+    assert sched.status(bad).state is ProofState.FAILED
+    assert "could not be submitted: TypeError: cannot pickle" in sched.status(bad).error
+    assert sched.status(good).state is ProofState.DONE
+    assert engine.budget.reserved == 0 and engine.budget.violations == 0
+    sched.forget(bad)
+    sched.forget(good)
+    monkeypatch.undo()
+    batch = engine.run(1, seed=3)  # the batch ids are free again
+    assert not batch.failed and len(batch.results) == 2

@@ -1,4 +1,4 @@
-"""The device layout of the sparse matrices (backends/cuda_spmv.py), built with numpy and read back
+"""The device layout of the sparse matrices (cuda/spmv.py), built with numpy and read back
 by a Python model of kernels/spmv.cu's spmv_csr: it must give CsrMatrix.matvec. Runs without a GPU
 (the GPU tests compare the kernel itself)."""
 

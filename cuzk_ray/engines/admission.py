@@ -60,14 +60,24 @@ def expected_pw(settings, n_gpus: int) -> int:
     return int(settings.pw_per_gpu) * max(1, n_gpus) if settings.prover_placement == "gpu" else 2
 
 
-def object_store_bytes(key_bytes: int, witness_bytes: int, pw: int, configured=None) -> int:
+def ray_default_object_store() -> int:
+    """Ray's default object store for a node: 30 % of its memory (Ray also caps it by /dev/shm)."""
+    return int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def object_store_need(key_bytes: int, witness_bytes: int, pw: int) -> int:
+    """One copy of the key and matrices, pw partitions' Arrow batches, and a margin."""
+    return key_bytes + pw * witness_bytes + OBJECT_STORE_MARGIN
+
+
+def object_store_bytes(key_bytes: int, witness_bytes: int, pw: int, configured=None) -> int | None:
     """The object store an embedded Ray is started with: ``configured`` (ray.object_store_memory)
-    when given, else one copy of the key and matrices, pw partitions' Arrow batches and a margin,
-    and at least Ray's own default (30 % of the host's memory)."""
+    when given; else None (Ray's default) when the need fits in it, else the need (the preflight
+    has checked that /dev/shm holds it: an explicit size beyond /dev/shm makes ray.init fail)."""
     if configured is not None:
         return parse_bytes(configured, "ray.object_store_memory")
-    default = int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))  # Ray's own
-    return max(default, key_bytes + pw * witness_bytes + OBJECT_STORE_MARGIN)
+    need = object_store_need(key_bytes, witness_bytes, pw)
+    return None if need <= ray_default_object_store() else need
 
 
 def bounded_pw(pw: int, host_budget: int | None, part_bytes: int) -> int:

@@ -45,11 +45,13 @@ class Engine:
         t0 = time.perf_counter()
         self.scheduler.reset_peak()
         ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in range(proofs)]
-        self.scheduler.run_until(ids, progress)
-        batch = self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)
-        for pid in ids:
-            self.scheduler.forget(pid)
-        return batch
+        try:
+            self.scheduler.run_until(ids, progress)
+            return self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)
+        finally:  # also after an exception: the next run may use the same batch ids
+            for pid in ids:
+                self.scheduler.cancel(pid)  # (a finished proof keeps its state)
+                self.scheduler.forget(pid)
 
     def shutdown(self) -> None:
         """Stop the provers."""

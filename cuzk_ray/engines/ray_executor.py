@@ -126,11 +126,20 @@ def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]
     except ray.exceptions.GetTimeoutError:
         raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster short "
                            f"of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)") from None
+    except ray.exceptions.OutOfMemoryError as e:  # Ray's memory monitor killed it while it loaded the key
+        _kill(actors)
+        first = next((ln.strip() for ln in str(e).splitlines() if "Memory on the node" in ln), _short(e))
+        raise RuntimeError(f"{cls.__name__} could not start: host memory ran out while it loaded the key "
+                           f"({first[:240]})") from None
     except ray.exceptions.RayActorError as e:  # e.g. the key or matrices do not fit in VRAM
-        for a in actors:
-            ray.kill(a, no_restart=True)
+        _kill(actors)
         raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
     return actors, info
+
+
+def _kill(actors) -> None:
+    for a in actors:
+        ray.kill(a, no_restart=True)
 
 
 def _placements(settings) -> tuple[type, list[dict]]:

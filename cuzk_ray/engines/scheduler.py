@@ -97,6 +97,7 @@ class Scheduler:
         self._proofs: dict[ProofId, _Proof] = {}
         self._queue: list[WorkItem] = []
         self._in_flight = 0
+        self._running: dict[ProofId, int] = {}  # partitions in flight per proof
         self._seq = 0
         self._lock = threading.RLock()
 
@@ -167,7 +168,13 @@ class Scheduler:
     def idle(self) -> bool:
         """Nothing queued that can run and nothing in flight."""
         with self._lock:
-            return self._in_flight == 0 and not any(not self._proofs[w.proof_id].finished for w in self._queue)
+            return self._in_flight == 0 and not any(self._runnable(w) for w in self._queue)
+
+    def _runnable(self, work: WorkItem) -> bool:
+        """A queued item whose proof is still known and not finished (cancelled or forgotten
+        proofs leave their items in the heap until they are popped)."""
+        proof = self._proofs.get(work.proof_id)
+        return proof is not None and not proof.finished
 
     def step(self, timeout: float | None = None) -> PartitionResult | None:
         """Submit what fits, then settle one completion; returns the partition it verified, if any."""
@@ -193,6 +200,8 @@ class Scheduler:
                 n_done += 1
                 if progress:
                     progress(res, n_done, total)
+        while self._in_flight_of(ids):  # a failed proof's partitions still running: wait them out
+            self.step()
         self.metrics.in_flight(self._in_flight)
         self.metrics.host_bytes(self.budget.reserved)
 
@@ -207,6 +216,10 @@ class Scheduler:
             return BatchResult(results, failed, wall_s, provers, self.max_in_flight, self.part_bytes,
                                self.budget.limit, self.budget.peak, sum(p.retries for p in proofs),
                                {p.request.id: p.request.index for p in proofs})
+
+    def _in_flight_of(self, ids: set) -> bool:
+        with self._lock:
+            return any(self._running.get(p, 0) for p in ids)
 
     def reset_peak(self) -> None:
         """Start counting max_in_flight afresh (each batch reports its own)."""
@@ -227,11 +240,16 @@ class Scheduler:
             proof = self._proofs.get(work.proof_id)
             if proof is None or proof.finished:
                 continue
+            try:
+                spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
+                self.executor.submit(work, spec)
+            except Exception as e:  # noqa: BLE001  e.g. a synth_fn Ray cannot pickle: this proof fails
+                proof.fail(f"partition {work.partition} could not be submitted: {type(e).__name__}: {e}")
+                continue
             self.budget.reserve(self.part_bytes)
-            spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
-            self.executor.submit(work, spec)
             proof.state = ProofState.RUNNING
             self._in_flight += 1
+            self._running[work.proof_id] = self._running.get(work.proof_id, 0) + 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         self.metrics.in_flight(self._in_flight)
         self.metrics.host_bytes(self.budget.reserved)
@@ -239,9 +257,12 @@ class Scheduler:
     def _settle(self, done: Completion) -> PartitionResult | None:
         work = done.work
         self._in_flight -= 1
+        left = self._running.pop(work.proof_id) - 1
+        if left:
+            self._running[work.proof_id] = left
         self.budget.release(self.part_bytes)
         proof = self._proofs.get(work.proof_id)
-        if proof is None or proof.state is ProofState.CANCELLED:
+        if proof is None or proof.finished:  # cancelled or failed meanwhile: nothing to verify or retry
             return None
         if done.error is not None:
             self._retry_or_fail(proof, work, done.error)
