@@ -62,11 +62,6 @@ class Domain:
         """The (memoized) Domain of size n: what the functions that take ``domain=None`` use."""
         return _domain(n, convention)
 
-    @classmethod
-    def for_circuit(cls, n_constraints: int, n_public: int, convention: str = "snarkjs") -> Domain:
-        """The QAP domain of a circuit with these many constraints and public inputs."""
-        return _domain(domain_size(n_constraints, n_public), convention)
-
     def double(self) -> Domain:
         """The domain of size 2n in the same convention (its omega is this omega_2n)."""
         return _domain(2 * self.n, self.convention)

@@ -217,14 +217,15 @@ def shared_memory_bytes() -> int:
 
 
 def _vram_free() -> tuple[int | None, int]:
-    """(free bytes on the current GPU, number of GPUs) from CuPy; (None, 0) without one."""
-    try:
-        import cupy
+    """(free bytes on the current GPU, number of GPUs); (None, 0) without one."""
+    from .backends import visible_gpus
 
-        n = cupy.cuda.runtime.getDeviceCount()
-        return (cupy.cuda.runtime.memGetInfo()[0] if n else None), n
-    except Exception:  # noqa: BLE001  no CuPy or no driver: nothing to check
+    n = visible_gpus()
+    if not n:
         return None, 0
+    import cupy
+
+    return int(cupy.cuda.runtime.memGetInfo()[0]), n
 
 
 def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:

@@ -20,6 +20,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ..backends import cuda_backend_class
 from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver
+from .admission import expected_pw
 from .metrics import RayMetrics
 from .types import Completion, WorkItem
 from .worker import synthesize_witness
@@ -81,9 +82,7 @@ class RayExecutor:
         (enough per GPU to keep synthesis ahead of the device)."""
         if requested is not None:
             return requested
-        if self.settings.prover_placement != "gpu":
-            return 2
-        return int(self.settings.pw_per_gpu) * max(1, int(ray.cluster_resources().get("GPU", 0)))
+        return expected_pw(self.settings, int(ray.cluster_resources().get("GPU", 0)))
 
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Synthesis task, then the least-loaded prover on its output."""
