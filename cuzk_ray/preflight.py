@@ -112,6 +112,7 @@ class RunPlan:
     key_on_disk: bool  # the key (and matrices) must still be written to the cache
     gpu_concurrency: int = 2  # partitions one GPU actor works on at once
     gpu_workers: int = 1  # GPU actors per device, each with its own copy of the key in VRAM
+    key_in_object_store: bool = True  # False: the actors map the key's bundle (one node, built-in keys)
 
 
 class PreflightError(ValueError):
@@ -139,9 +140,10 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     parts = (("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
                                       plan.pw * plan.partition_host_bytes), ("driver", DRIVER_BYTES))
     out.append(Need("host memory", parts, have.host_available))
-    if plan.engine == "ray":  # the key and each partition's Arrow batch (its witness limbs)
+    if plan.engine == "ray":  # each partition's Arrow batch (its witness limbs), and the key unless mapped
         batches = (f"{plan.pw} partition batches x {gib(shape.witness_bytes)}", plan.pw * shape.witness_bytes)
-        out.append(Need("object store", (("key", key_copy), batches, ("margin", OBJECT_STORE_MARGIN)),
+        key = ("key", key_copy if plan.key_in_object_store else 0)
+        out.append(Need("object store", (key, batches, ("margin", OBJECT_STORE_MARGIN)),
                         have.object_store))  # = engines.admission.object_store_need
     if plan.backend == "cuda":
         device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
@@ -185,7 +187,7 @@ def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
 def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[KeyShape, RunPlan, Have] | None:
     """The shape, plan and machine of a job about to run (None when the circuit's sizes are not
     known before its key is read: snarkjs zkeys). ``settings``: engines.EngineSettings. The
-    object store's have is Ray's default for an embedded Ray (30 % of the host's memory); on a
+    object store's have is /dev/shm for an embedded Ray (ray.object_store_memory when set); on a
     cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
     (2 with CPU provers, pw_per_gpu per visible GPU)."""
     from .engines.admission import bounded_pw, expected_pw, parse_bytes, partition_host_bytes
@@ -196,11 +198,12 @@ def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[Ke
     vram, gpus = _vram_free() if settings.backend == "cuda" else (None, 0)
     part_bytes = partition_host_bytes(circuit, shape.domain, settings.backend)
     pw = bounded_pw(expected_pw(settings, gpus), settings.host_budget, part_bytes)  # as the engine bounds it
+    # an embedded Ray is one node: a built-in key (a bundle) reaches the actors as its path
+    embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
     plan = RunPlan(pw=pw, partition_host_bytes=part_bytes,
                    backend=settings.backend, engine=settings.engine,
                    key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency,
-                   gpu_workers=settings.gpu_workers_per_device)
-    embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
+                   gpu_workers=settings.gpu_workers_per_device, key_in_object_store=not embedded)
     store = None  # a cluster's object store is not known before connecting: not checked
     if embedded:  # sized for the key (engines.admission.object_store_bytes): it must fit in /dev/shm
         configured = parse_bytes(settings.ray.get("object_store_memory"), "ray.object_store_memory")

@@ -188,3 +188,22 @@ def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch
         ProvingEngine(pk, cs, circuit, backend="cpu", pw=2, max_restarts=0)
     with pytest.raises(ValueError, match="gpu_concurrency=0: must be at least 1"):
         ProvingEngine(pk, cs, circuit, backend="cpu", pw=2, gpu_concurrency=0)
+
+
+def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, key, tmp_path):
+    """On one node a bundle-backed key is not put in the object store: the actors map the same
+    file (BundleKey). Its twin: an in-memory key goes in the object store (ObjectRefs)."""
+    from cuzk_ray.engines.types import BundleKey
+    from cuzk_ray.formats.native import load_bundle, save_bundle
+
+    pk, cs = key
+    save_bundle(tmp_path / "bundle", pk, cs)
+    mapped_pk, mapped_cs = load_bundle(tmp_path / "bundle")
+    engine = ProvingEngine(mapped_pk, mapped_cs, CIRCUIT, backend="cpu", pw=2, provers=1)
+    assert isinstance(engine.executor.key_refs[0], BundleKey)
+    batch = engine.run(1, seed=9)
+    engine.shutdown()
+    assert not batch.failed and all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+    in_memory = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, provers=1)
+    assert isinstance(in_memory.executor.key_refs[0], ray.ObjectRef)
+    in_memory.shutdown()

@@ -7,7 +7,7 @@ import os
 import time
 
 from ..partition import from_record_batch
-from .types import PartitionOutcome
+from .types import BundleKey, PartitionOutcome
 from .worker import PartitionProver
 
 
@@ -15,6 +15,10 @@ class ProverActor:
     """Lifecycle: construct (backend, key and matrices resident, kernels warm) -> ready() -> prove()."""
 
     def __init__(self, backend: str, pk, cs, threads: int = 2):
+        if isinstance(pk, BundleKey):  # memory-mapped from the node's disk (shared page cache)
+            from ..formats.native import load_bundle
+
+            pk, cs = load_bundle(pk.path, verify_hashes=False)
         self.worker = PartitionProver(backend, pk, cs, threads=threads)
         self.backend_name = self.worker.backend.name
 

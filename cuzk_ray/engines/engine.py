@@ -95,8 +95,10 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         from ..backends import visible_gpus
         from .ray_executor import init_ray
 
-        # one copy of the key in the object store, never spilled: sized for it (embedded Ray)
-        store = object_store_bytes(pk.nbytes + cs.nbytes, circuit.witness_bytes(),
+        # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path
+        # (ray_executor.key_source), else one copy goes in the object store, sized for it.
+        in_store = 0 if pk.meta.get("bundle_path") else pk.nbytes + cs.nbytes
+        store = object_store_bytes(in_store, circuit.witness_bytes(),
                                    expected_pw(settings, visible_gpus() if settings.backend == "cuda" else 0),
                                    settings.ray.get("object_store_memory"))
         started = init_ray(settings.ray, store)

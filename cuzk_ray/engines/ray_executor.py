@@ -22,7 +22,7 @@ from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver
 from .admission import expected_pw
 from .metrics import RayMetrics
-from .types import Completion, WorkItem
+from .types import BundleKey, Completion, WorkItem
 from .worker import synthesize_witness
 
 READY_TIMEOUT_S = 600
@@ -68,9 +68,9 @@ class RayExecutor:
     def __init__(self, settings, pk, cs, circuit, part_bytes: int):
         self.settings, self.circuit, self.part_bytes = settings, circuit, part_bytes
         self.metrics = RayMetrics(circuit.circuit_id)
-        pk_ref, cs_ref = ray.put(pk), ray.put(cs)  # once; actors get zero-copy views
-        self._key_refs = (pk_ref, cs_ref)  # held for the executor's life: a restarted actor needs them
-        self.provers, self.prover_info = start_provers(settings, pk_ref, cs_ref, tag=f"{os.getpid()}-{id(self):x}")
+        key, matrices = key_source(pk, cs)
+        self.key_refs = (key, matrices)  # what the actors got (held: a restarted actor needs them)
+        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=f"{os.getpid()}-{id(self):x}")
         self.load = [0] * len(self.provers)
         self._in_flight: dict = {}  # ObjectRef of the proof -> WorkItem
         # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
@@ -112,6 +112,18 @@ class RayExecutor:
         """Kill the prover actors (no restart)."""
         for a in self.provers:
             ray.kill(a, no_restart=True)
+
+
+def key_source(pk, cs):
+    """What the prover actors get for the key: on one node, a key memory-mapped from a bundle is
+    passed as its path (BundleKey: the actors map the same file, one page-cache copy in all, none
+    in the object store: at 2^26 a second ~50 GiB copy ran the H200 box out of memory); else the
+    key and matrices are put in the object store once (each node fetches one copy)."""
+    path = pk.meta.get("bundle_path")
+    one_node = len([n for n in ray.nodes() if n["Alive"]]) == 1
+    if path and cs is not None and one_node and os.path.isfile(os.path.join(path, "manifest.json")):
+        return BundleKey(path), None
+    return ray.put(pk), ray.put(cs)
 
 
 def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]:

@@ -46,6 +46,14 @@ class ProofState(StrEnum):
 
 
 @dataclass(frozen=True)
+class BundleKey:
+    """A key bundle on the node's own disk (formats.native): prover actors memory-map it, so the
+    node's actors share one page-cache copy and the object store holds none."""
+
+    path: str
+
+
+@dataclass(frozen=True)
 class ProofRequest:
     """One proof to make: ``index`` is the circuit's proof number (synth_spec, proof labels),
     ``seq`` the order of arrival (oldest first within a priority), ``synth_fn`` an optional

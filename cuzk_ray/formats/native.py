@@ -140,7 +140,8 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
     if missing:
         raise KeyBundleError(f"{path / 'manifest.json'}: arrays missing: {', '.join(missing)}")
     vk = VerifyingKey(**{n: arrays[n] for n in _VK})
-    pk = ProvingKey(vk=vk, meta=manifest.get("meta", {}), **{n: arrays[n] for n in _PK})
+    meta = dict(manifest.get("meta", {}), bundle_path=str(path.resolve()))  # where it is mapped from
+    pk = ProvingKey(vk=vk, meta=meta, **{n: arrays[n] for n in _PK})
     try:
         pk.validate()
     except ValueError as e:
