@@ -41,11 +41,19 @@ class EngineSettings:
         if self.engine not in ENGINES:
             raise ValueError(f"engine={self.engine!r} is not one of {', '.join(ENGINES)}")
         object.__setattr__(self, "backend", resolve_backend_name(self.backend))
-        if int(self.gpu_concurrency) < 1:
-            raise ValueError(f"gpu_concurrency={self.gpu_concurrency}: must be at least 1")
+        # a count below 1 is refused, never clamped (issue 15: pw=0 and provers=-1 ran or crashed)
+        for name in ("gpu_concurrency", "max_attempts", "cpu_threads", "gpu_workers_per_device", "pw_per_gpu"):
+            _at_least(name, getattr(self, name), 1)
+        for name in ("pw", "provers"):  # None: the default
+            if getattr(self, name) is not None:
+                _at_least(name, getattr(self, name), 1)
+        for name in ("num_cpus", "num_gpus"):  # embedded Ray; None: all the machine has
+            if self.ray.get(name) is not None:
+                _at_least(f"ray.{name}", self.ray[name], 1 if name == "num_cpus" else 0)
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts={self.max_restarts}: must be at least 0")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement={self.placement!r} is not one of {', '.join(PLACEMENTS)}")
-        object.__setattr__(self, "max_attempts", max(1, int(self.max_attempts)))
 
     @classmethod
     def from_config(cls, cfg: dict) -> EngineSettings:
@@ -62,3 +70,8 @@ class EngineSettings:
         if self.placement != "auto":
             return self.placement
         return "gpu" if self.backend == "cuda" else "cpu"
+
+
+def _at_least(name: str, value, low: int) -> None:
+    if int(value) < low:
+        raise ValueError(f"{name}={value}: must be at least {low}")
