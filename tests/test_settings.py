@@ -42,3 +42,17 @@ def test_prove_job_refuses_pw_0_in_one_line(tmp_path):
                           f"cache_dir={tmp_path / 'c'}"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stderr.strip().splitlines()[-1] == "error: pw=0: must be at least 1"
     assert "Traceback" not in res.stderr and not (tmp_path / "c").exists()
+
+
+@pytest.mark.ray
+def test_one_cpu_for_provers_and_synthesis_is_refused_not_a_hang(tmp_path):
+    """ray.num_cpus=1: the CPU prover takes the only CPU and synthesis would wait forever; the job
+    says so in one line instead (its twin: every job test that runs with 2 CPUs)."""
+    root = Path(__file__).resolve().parent.parent
+    res = subprocess.run([sys.executable, str(root / "jobs" / "prove.py"), "ray.num_cpus=1", "backend=cpu",
+                          "circuit.constraints=256", "circuit.partitions=2", f"output_dir={tmp_path / 'o'}",
+                          f"cache_dir={tmp_path / 'c'}"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines()[-1] == ("error: ray: the cluster has 1 CPU(s) and the 1 CPU prover(s) "
+                                                   "take 1; synthesis needs at least one more (ray.num_cpus>=2, "
+                                                   "or fewer provers)")
