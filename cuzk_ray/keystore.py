@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from .backends import resolve_backend_name
-from .formats.native import load_bundle, save_bundle
-from .groth16.setup import dev_setup
+from .formats.native import load_bundle
+from .groth16.setup import dev_setup_bundle
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,9 @@ def dev_key_cached(circuit, cache_dir, setup_seed: int = 0) -> bool:
 
 def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
     """(pk, cs, path, created): load the cached bundle or run the dev setup (on the GPU when
-    setup_backend resolves to cuda) and cache it on disk (a 2^24-constraint key and its matrices
-    are ~13 GB: the bundle is memory-mapped back, so the host keeps only what it touches)."""
+    setup_backend resolves to cuda), streamed into its bundle on disk as it is computed (the
+    2^27 key and matrices are ~52 GiB); the bundle is memory-mapped back, so the host keeps only
+    what it touches."""
     path = dev_key_path(circuit, cache_dir, setup_seed)
     if dev_key_cached(circuit, cache_dir, setup_seed):
         pk, cs = load_bundle(path)
@@ -35,12 +36,15 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str =
             return pk, cs, path, False
     t0 = time.perf_counter()
     cs = circuit.build()
-    pk = dev_setup(cs, setup_seed, meta={"circuit_id": circuit.circuit_id}, backend=setup_backend)
+    built = time.perf_counter() - t0
+    # streamed into the bundle as it is computed: the host never holds the whole key (44 GiB at 2^27)
+    dev_setup_bundle(path, cs, setup_seed, meta={"circuit_id": circuit.circuit_id, "build_seconds": round(built, 3)},
+                     backend=setup_backend)
     if resolve_backend_name(setup_backend) == "cuda":
         from .cuda.device import release_device_memory
 
         release_device_memory()
-    save_bundle(path, pk, cs)
+    del cs
     log.info("dev key for %s written to %s in %.1f s", circuit.circuit_id, path, time.perf_counter() - t0)
     pk, cs = load_bundle(path, verify_hashes=False)
     return pk, cs, path, True

@@ -22,8 +22,7 @@ GIB = 1 << 30
 G1_AFFINE = 96  # bytes: two Fp coordinates of 6 u64 limbs
 G2_AFFINE = 192
 FR = 32
-CSR_BYTES_PER_NNZ = 8 + 32  # int64 column + uint64[4] coefficient (the bundle's CsrMatrix)
-CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (cuda.spmv layout)
+CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (r1cs.CodedCsr: bundle and VRAM)
 DRIVER_BYTES = 2 * GIB  # the driver process: Python, Ray's core worker, numpy temporaries
 VRAM_MARGIN = 1 * GIB  # kept free for kernels' scratch (the cuda backend's margin)
 
@@ -60,8 +59,9 @@ class KeyShape:
 
     @property
     def matrix_bytes(self) -> int:
-        """The constraint matrices as the key bundle stores them (CSR with full coefficients)."""
-        return self.nnz * CSR_BYTES_PER_NNZ + 3 * (self.domain + 1) * 8
+        """The constraint matrices as the key bundle stores them and VRAM holds them (r1cs.CodedCsr:
+        8 bytes per non-zero, an int64 row pointer per row; the coefficient tables are small)."""
+        return self.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (self.domain + 1) * 8
 
     @property
     def witness_bytes(self) -> int:
@@ -124,8 +124,9 @@ def gib(nbytes: int) -> str:
 
 
 def working_set_bytes(shape: KeyShape) -> int:
-    """VRAM one partition needs on the device: the witness, a | b | c, and h."""
-    return shape.witness_bytes + 4 * shape.domain * FR
+    """VRAM one partition in flight holds on the device: its witness and its h (a | b | c, 3
+    domain vectors, exist only while h is computed under the device lock: counted once)."""
+    return shape.witness_bytes + shape.domain * FR
 
 
 def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
@@ -146,14 +147,28 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
         out.append(Need("object store", (key, batches, ("margin", OBJECT_STORE_MARGIN)),
                         have.object_store))  # = engines.admission.object_store_need
     if plan.backend == "cuda":
-        device_mats = shape.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (shape.domain + 1) * 8
-        n = plan.gpu_workers  # every actor on the device holds its own key, matrices and working sets
-        work = n * plan.gpu_concurrency * working_set_bytes(shape)
-        largest = max(shape.query_bytes.values())  # its standard-form upload while it is converted
-        out.append(Need("VRAM", ((f"{n} x key", n * shape.key_bytes), (f"{n} x matrices", n * device_mats),
-                                 (f"{n * plan.gpu_concurrency} working sets", work), ("key conversion", largest),
-                                 ("margin", VRAM_MARGIN)), have.vram_free))
+        out.append(vram_need(shape, plan, have))
     return out
+
+
+def vram_need(shape: KeyShape, plan: RunPlan, have: Have) -> Need:
+    """VRAM of the GPU actors on one device: each holds its own key and matrices; while proving,
+    gpu_concurrency partitions' working sets, one a | b | c and the largest MSM's scratch (kernels
+    run one partition at a time per device), which exceed the key's standard-form upload while it
+    is converted at load (the larger of the two counts)."""
+    from .cuda.msm import scratch_bytes
+
+    n = plan.gpu_workers
+    parts = [(f"{n} x key", n * shape.key_bytes), (f"{n} x matrices", n * shape.matrix_bytes)]
+    work = n * plan.gpu_concurrency * working_set_bytes(shape)
+    proving = work + 3 * shape.domain * FR + scratch_bytes(shape.domain)
+    converting = max(shape.query_bytes.values())  # the largest query's standard-form upload
+    if proving >= converting:
+        parts += [(f"{n * plan.gpu_concurrency} working sets", work), ("a|b|c", 3 * shape.domain * FR),
+                  ("MSM scratch", scratch_bytes(shape.domain))]
+    else:
+        parts.append(("key conversion", converting))
+    return Need("VRAM", tuple(parts) + (("margin", VRAM_MARGIN),), have.vram_free)
 
 
 def largest_pw(shape: KeyShape, plan: RunPlan, have: Have) -> int:

@@ -31,7 +31,7 @@ def run(cfg: dict) -> int:
     from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, partition_records, plot, summarize
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.engines import EngineSettings, open_engine
-    from cuzk_ray.engines.report import stage_table
+    from cuzk_ray.engines.report import load_line, stage_table
     from cuzk_ray.errors import ProofFailed
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
     from cuzk_ray.keystore import ensure_dev_key
@@ -57,10 +57,15 @@ def run(cfg: dict) -> int:
     if batch.failed:
         raise ProofFailed("; ".join(f"{pid}: {why}" for pid, why in sorted(batch.failed.items())))
     summary = summarize(batch, cfg["proofs"], n_devices, cfg["warmup"])
+    key_disk = sum(f.stat().st_size for f in Path(key_path).iterdir())
+    setup = {k: pk.meta[k] for k in ("build_seconds", "setup_scalars_seconds", "setup_seconds") if k in pk.meta}
     summary.update({
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "host": platform.node(),
         "cpus": __import__("os").cpu_count(), "circuit": circuit.circuit_id, "backend": engine.backend,
         "engine": cfg["engine"], "pw": engine.pw, "provers": len(engine.provers), "key_seconds": key_s,
+        "key_created": created, "dev_setup": setup, "key_disk_bytes": key_disk, "key_host_bytes": pk.nbytes,
+        "prover_load_seconds": [p.get("load_seconds") for p in engine.prover_info],
+        "partition_host_bytes_estimate": engine.part_bytes,
         "peak_host_used_bytes": mem.peak_used, "peak_node_pss_bytes": mem.peak_pss,
         "all_verified": all(r.verified for r in batch.results), "cuzk_published": CUZK_PUBLISHED,
         "config": cfg, "partition_records": partition_records(batch),
@@ -73,6 +78,7 @@ def run(cfg: dict) -> int:
             print("plots skipped: matplotlib is not installed (pip install -e '.[bench]')")
     write_json_atomic(out / "results.json", summary)
     print(stage_table(batch.results, batch.wall_s))
+    print(load_line(engine.prover_info))
     gib = 2**30
     rows = [
         ("circuit", circuit.circuit_id, ""),
@@ -84,6 +90,10 @@ def run(cfg: dict) -> int:
         ("peak host (node PSS)", f"{mem.peak_pss / gib:.2f} GiB",
          f"{CUZK_PUBLISHED['peak_rss_gib_pw12']} GiB RSS at pw=12"),
         ("peak VRAM (device)", f"{(summary.get('vram_peak_bytes') or 0) / gib:.2f} GiB" if n_devices else "-", ""),
+        ("key on disk", f"{key_disk / gib:.2f} GiB", "47.4 GB parameter file at 2^27"),
+        ("dev setup", f"{setup.get('setup_seconds', 0):.1f} s + build {setup.get('build_seconds', 0):.1f} s"
+         if created else "cached", ""),
+        ("host per partition (est.)", f"{engine.part_bytes / gib:.2f} GiB", "13.6 GiB"),
         ("all proofs verified", str(summary["all_verified"]), ""),
     ]
     print(f"\n{'':<24}{'cuzk-ray':>24}   cuzk (published, {CUZK_PUBLISHED['hardware']})")

@@ -30,7 +30,7 @@ def run(cfg: dict) -> int:
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.admission import check_budget, partition_host_bytes
-    from cuzk_ray.engines.report import stage_table
+    from cuzk_ray.engines.report import load_line, stage_table
     from cuzk_ray.errors import ProofFailed
     from cuzk_ray.preflight import preflight
 
@@ -52,6 +52,7 @@ def run(cfg: dict) -> int:
     with open_engine(settings, pk, cs, circuit) as engine:
         print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {proofs} proof(s) x "
               f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
+        print(load_line(engine.prover_info))
 
         def progress(res, done, total):
             print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_ray.cuda.spmv import CODE_MINUS_ONE, CODE_ONE, SMALL, coefficient_codes, csr_layout, transpose_layout
+from cuzk_ray.cuda.spmv import csr_layout, transpose_layout
 from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints
-from cuzk_ray.r1cs import CsrMatrix
+from cuzk_ray.r1cs import CODE_MINUS_ONE, CODE_ONE, SMALL, CsrMatrix, coefficient_codes
 
 
 def kernel_model(indptr, entries, table, x, rows, n, copy_rows=0, fast=True):

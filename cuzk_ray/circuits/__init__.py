@@ -63,7 +63,10 @@ class PorepCircuit:
         from ..keystore import ensure_dev_key
 
         pk, cs, path, created = ensure_dev_key(self, cache_dir, setup_seed, setup_backend)
-        return pk, cs, {"key": str(path), "note": "created by the INSECURE dev setup" if created else "cached"}
+        m = pk.meta
+        made = (f"created by the INSECURE dev setup: build {m.get('build_seconds', 0):.1f} s, scalars "
+                f"{m.get('setup_scalars_seconds', 0):.1f} s, setup {m.get('setup_seconds', 0):.1f} s")
+        return pk, cs, {"key": str(path), "note": made if created else "cached"}
 
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
         return {"kind": self.kind, "constraints": self.constraints, "public": self.public,

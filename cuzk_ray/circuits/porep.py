@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..field import FR_LIMBS, R_MOD, fr_to_limbs, limbs_to_ints
-from ..r1cs import ConstraintSystem, CsrMatrix
+from ..r1cs import CODE_MINUS_ONE, CODE_ONE, CodedCsr, ConstraintSystem, CsrMatrix
 
 PACK_BITS = 32
 _MINUS_ONE = fr_to_limbs([R_MOD - 1])[0]
@@ -367,47 +367,62 @@ def _empty_zeros(shape, dtype) -> np.ndarray:
     return out
 
 
-def _csr(blocks: list, n_rows: int, n_cols: int) -> CsrMatrix:
-    """A CsrMatrix from row blocks in row order. Each block is (cols int64[n, k], coefficients):
-    ``("small", v)`` with v an int or int64[k] (per column), -1 meaning r - 1, or ``("pow2", k)``:
-    2^j for the j-th column (j < 256). Rows whose columns are not ascending (a cyclic stream that
-    wraps, operands in either order) are sorted with their coefficients; no two entries of a row
-    may share a column."""
+# The coefficient table of the filecoin shape's matrices (r1cs.CodedCsr): 1, -1, then 2^1 .. 2^255
+# (mod r), so 2^j has code j + 1 (2^0 = 1 is code 0).
+POW2_TABLE_BITS = 256
+
+
+def _pow2_table() -> np.ndarray:
+    return fr_to_limbs([1, R_MOD - 1] + [pow(2, j, R_MOD) for j in range(1, POW2_TABLE_BITS)])
+
+
+def _small_code(v: int) -> int:
+    """The table code of coefficient v (1, -1 or a power of two)."""
+    if v == 1:
+        return CODE_ONE
+    if v == -1:
+        return CODE_MINUS_ONE
+    if v > 1 and v & (v - 1) == 0 and v.bit_length() <= POW2_TABLE_BITS:
+        return v.bit_length()  # 2^j -> j + 1
+    raise ValueError(f"coefficient {v}: only 1, -1 and powers of two here")
+
+
+def _csr(blocks: list, n_rows: int, n_cols: int) -> CodedCsr:
+    """A CodedCsr from row blocks in row order (8 bytes per non-zero: the build never holds
+    32-byte coefficients). Each block is (cols int64[n, k], coefficients): ``("small", v)`` with v
+    an int or int64[k] (per column: 1, -1 or a power of two), or ``("pow2", k)``: 2^j for the
+    j-th column (j < 256). Rows whose columns are not ascending (a cyclic stream that wraps,
+    operands in either order) are sorted with their codes; no two entries of a row may share a
+    column."""
     nnz = sum(c.size for c, _ in blocks)
+    if nnz >= 2**32 - 2 or n_cols >= 2**32:
+        raise ValueError(f"filecoin shape: {nnz} non-zeros over {n_cols} columns; the layout indexes with 32 bits")
     indptr = np.empty(n_rows + 1, dtype=np.int64)
     indptr[0] = 0
-    indices = np.empty(nnz, dtype=np.int64)
-    data = _empty_zeros((nnz, FR_LIMBS), np.uint64)
+    entries = np.empty((nnz, 2), dtype=np.uint32)
     r = o = 0
     for cols, (kind, v) in blocks:
         n, k = cols.shape
         indptr[r + 1 : r + n + 1] = np.arange(o + k, o + k * n + 1, k, dtype=np.int64)
-        ind = indices[o : o + n * k].reshape(n, k)
-        ind[:] = cols
-        d = data[o : o + n * k].reshape(n, k, FR_LIMBS)
-        if kind == "small":  # per column (slices: a boolean mask over n x k is ~40x slower)
-            for j, vj in enumerate(np.broadcast_to(np.asarray(v, dtype=np.int64), (k,)).tolist()):
-                if vj == -1:
-                    d[:, j] = _MINUS_ONE
-                elif vj >= 0:
-                    d[:, j, 0] = vj
-                else:
-                    raise ValueError(f"coefficient {vj}: only -1 and non-negative ones here")
-        else:
-            for j0 in range(0, k, 64):  # limb j0 // 64 of the columns j0 .. j0 + 63
-                j1 = min(k, j0 + 64)
-                d[:, j0:j1, j0 // 64] = np.uint64(1) << np.arange(j1 - j0, dtype=np.uint64)
+        e = entries[o : o + n * k].reshape(n, k, 2)
+        e[:, :, 0] = cols
+        if kind == "small":
+            vals = np.broadcast_to(np.asarray(v, dtype=np.int64), (k,)).tolist()
+            code = np.array([_small_code(int(x)) for x in vals], dtype=np.uint32)
+        else:  # 2^j for column j: code j + 1, and 2^0 = 1 is code 0
+            code = np.arange(1, k + 1, dtype=np.uint32)
+            code[0] = CODE_ONE
+        e[:, :, 1] = code
         if k > 1:
-            bad = np.flatnonzero((np.diff(ind, axis=1) <= 0).any(axis=1))
+            bad = np.flatnonzero((np.diff(e[:, :, 0].astype(np.int64), axis=1) <= 0).any(axis=1))
             if len(bad):
-                order = np.argsort(ind[bad], axis=1, kind="stable")
-                ind[bad] = np.take_along_axis(ind[bad], order, axis=1)
-                d[bad] = np.take_along_axis(d[bad], order[:, :, None], axis=1)
-                if (np.diff(ind[bad], axis=1) <= 0).any():
+                order = np.argsort(e[bad, :, 0], axis=1, kind="stable")
+                e[bad] = np.take_along_axis(e[bad], order[:, :, None], axis=1)
+                if (np.diff(e[bad, :, 0].astype(np.int64), axis=1) <= 0).any():
                     raise AssertionError("filecoin shape: a row holds the same wire twice")
         r, o = r + n, o + n * k
     assert r == n_rows and o == nnz
-    return CsrMatrix(indptr, indices, data, n_cols)
+    return CodedCsr(indptr, entries, _pow2_table(), n_cols)
 
 
 def build_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0) -> ConstraintSystem:

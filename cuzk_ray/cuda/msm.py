@@ -91,6 +91,13 @@ def windows_for(c: int) -> int:
     return 255 // c + 1
 
 
+def scratch_bytes(n: int) -> int:
+    """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table):
+    the 64-bit digit entries of every window (window_sums), as much again for the sort's
+    temporary storage, and the index lists of split_scalars. At 2^27: ~33 GiB."""
+    return 2 * windows_for(default_window(n)) * n * 8 + n * 12
+
+
 @dataclass
 class Bases:
     """MSM bases resident on the device in the kernels' form: ``mont`` = affine Montgomery

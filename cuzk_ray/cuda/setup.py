@@ -55,8 +55,9 @@ def _transposed_matvec(cp, m, lag, n_out: int, extra_rows: int = 0):
 
 
 def setup_scalars(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: int, delta: int,
-                  domain: Domain | str | None = None) -> dict:
-    """{"u", "v", "w", "ic", "l", "h"}: standard-form numpy ``uint64[k, 4]``, equal to
+                  domain: Domain | str | None = None, on_device: bool = False) -> dict:
+    """{"u", "v", "w", "ic", "l", "h"}: standard-form numpy ``uint64[k, 4]`` (cupy with
+    ``on_device``: at 2^27 six 4 GiB vectors that need not cross the bus), equal to
     groth16.setup.setup_scalars_cpu (see the module docstring for the formulas)."""
     cp = require_cupy()
     if cs.C is None:
@@ -83,4 +84,4 @@ def setup_scalars(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: 
     h_factor = (pow(tau, 2 * n, R_MOD) - 1) * pow(2 * n, -1, R_MOD) % R_MOD * delta_inv % R_MOD
     h = lagrange_device(tau, n, w2, h_factor, d)
     out = {"u": u, "v": v, "w": w, "ic": ic, "l": l_q, "h": h}
-    return {k: cp.asnumpy(x) for k, x in out.items()}
+    return out if on_device else {k: cp.asnumpy(x) for k, x in out.items()}

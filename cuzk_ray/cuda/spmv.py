@@ -22,18 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..domain import Domain, domain_size
-from ..field import FR_LIMBS, FR_MOD_LIMBS, FrVector
+from ..field import FR_LIMBS, FrVector
 from ..kernels.loader import get_kernel, require_cupy
-from ..r1cs import ConstraintSystem, CsrMatrix
+from ..r1cs import CODE_ONE, CodedCsr, ConstraintSystem, Matrix, coefficient_codes
 from .device import check_fr, check_fr_array
 from .device import launch as launch_kernel
 from .ntt import compute_h_device
 
 MODULE = "spmv.cu"
 THREADS = 256
-CODE_ONE, CODE_MINUS_ONE = 0, 1
-SMALL = 1 << 32  # coefficients of magnitude below this are deduplicated (PoRep packs with 2^0..2^31)
-_R = [np.uint64(limb) for limb in FR_MOD_LIMBS]
 FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for measurements)
 
 
@@ -41,48 +38,12 @@ FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for me
 # Layout (numpy or cupy)
 
 
-def coefficient_codes(data, xp=np):
-    """(codes uint32[nnz], table uint64[k, 4] standard form) for standard-form coefficients
-    ``uint64[nnz, 4]``: table[codes[e]] == data[e]; table[0] = 1, table[1] = r - 1."""
-    data = data.reshape(-1, FR_LIMBS)
-    nnz = data.shape[0]
-    d0 = data[:, 0]
-    pos = ((data[:, 1] | data[:, 2] | data[:, 3]) == 0) & (d0 < np.uint64(SMALL))
-    neg = ((data[:, 1] == _R[1]) & (data[:, 2] == _R[2]) & (data[:, 3] == _R[3])
-           & (d0 < _R[0]) & (d0 >= _R[0] - np.uint64(SMALL)))
-    small = pos | neg
-    # (array-on-the-left and array-array operations only: the same code runs on numpy and cupy)
-    mag = xp.where(pos, d0, xp.asarray(_R[0]) - d0).astype(xp.int64)  # garbage where not small (masked below)
-    signed = xp.where(pos, mag, -mag)
-    i_small = xp.flatnonzero(small)
-    i_gen = xp.flatnonzero(~small)
-    sv = signed[i_small]
-    if sv.shape[0]:
-        uniq, inv = xp.unique(sv, return_inverse=True)
-        inv = inv.reshape(-1)
-    else:  # no small coefficient (or an empty matrix)
-        uniq, inv = sv, xp.zeros(0, dtype=xp.int64)
-    codes = xp.empty(nnz, dtype=xp.uint32)
-    small_codes = (inv + 2).astype(xp.uint32)
-    small_codes[sv == 1] = CODE_ONE
-    small_codes[sv == -1] = CODE_MINUS_ONE
-    codes[i_small] = small_codes
-    base = 2 + int(uniq.shape[0])
-    codes[i_gen] = (xp.arange(int(i_gen.shape[0]), dtype=xp.int64) + base).astype(xp.uint32)
-    # small value s as limbs: s >= 0 -> [s, 0, 0, 0]; s < 0 -> r + s = [r0 + s, r1, r2, r3] (|s| < r0)
-    negative = (uniq < 0).astype(xp.uint64)
-    small_rows = xp.empty((int(uniq.shape[0]), FR_LIMBS), dtype=xp.uint64)
-    small_rows[:, 0] = uniq.astype(xp.uint64) + negative * _R[0]  # wraps mod 2^64 to r0 + s
-    for limb in range(1, FR_LIMBS):
-        small_rows[:, limb] = negative * _R[limb]
-    pm1 = xp.asarray(np.array([[1, 0, 0, 0], [int(_R[0]) - 1, _R[1], _R[2], _R[3]]], dtype=np.uint64))
-    table = xp.concatenate([pm1, small_rows, data[i_gen]])
-    return codes, xp.ascontiguousarray(table)
-
-
-def csr_layout(m: CsrMatrix, xp=np, data=None):
+def csr_layout(m: Matrix, xp=np, data=None):
     """(indptr int64[rows + 1], entries uint32[nnz, 2], table standard uint64[k, 4]) of m
-    (``data``: m.data already on the device, if the caller uploaded it)."""
+    (``data``: m.data already on the device, if the caller uploaded it). A CodedCsr is in this
+    layout already: its arrays as they are (moved to ``xp``)."""
+    if isinstance(m, CodedCsr):
+        return xp.asarray(m.indptr, dtype=xp.int64), xp.asarray(m.entries), xp.asarray(m.table)
     if m.nnz >= 2**32 - 2 or m.n_cols >= 2**32:
         raise ValueError(f"spmv: {m.nnz} non-zeros over {m.n_cols} columns; the kernel indexes with 32 bits")
     if data is None:
@@ -122,9 +83,10 @@ def launch(name: str, n: int, args) -> None:
     launch_kernel(get_kernel(MODULE, name), n, args, THREADS)
 
 
-def layout_bytes(m: CsrMatrix) -> tuple[int, int]:
-    """(resident bytes without the general-coefficient table, peak temporary bytes while uploading)."""
-    return (m.n_rows + 1) * 8 + m.nnz * 8, m.nnz * (32 + 8 + 8 + 8)
+def layout_bytes(m: Matrix) -> tuple[int, int]:
+    """(resident bytes without the general-coefficient table, peak temporary bytes while uploading;
+    none for a CodedCsr, uploaded as it is)."""
+    return (m.n_rows + 1) * 8 + m.nnz * 8, 0 if isinstance(m, CodedCsr) else m.nnz * (32 + 8 + 8 + 8)
 
 
 class DeviceCsr:
@@ -135,11 +97,18 @@ class DeviceCsr:
         self.n_rows, self.n_cols = n_rows, n_cols
 
     @classmethod
-    def upload(cls, m: CsrMatrix) -> DeviceCsr:
+    def upload(cls, m: Matrix) -> DeviceCsr:
         cp = require_cupy()
-        data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)), "constraint coefficients")
-        indptr, entries, table = csr_layout(m, cp, data)
-        del data
+        if isinstance(m, CodedCsr):  # the stored layout: only its (small) table is checked
+            indptr, entries, table = csr_layout(m, cp)
+            table = check_fr_array(cp.ascontiguousarray(table), "constraint coefficients")
+            if m.nnz and int(entries[:, 1].max()) >= table.shape[0]:
+                raise ValueError(f"constraint matrix: a coefficient code >= the table's {table.shape[0]} rows")
+        else:
+            data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)),
+                                  "constraint coefficients")
+            indptr, entries, table = csr_layout(m, cp, data)
+            del data
         launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])))
         return cls(indptr, entries, table, m.n_rows, m.n_cols)
 
@@ -183,7 +152,8 @@ class DeviceConstraintSystem:
         """(resident bytes, upper bound; peak extra bytes during the upload)."""
         mats = [m for m in (cs.A, cs.B, cs.C) if m is not None]
         res = [layout_bytes(m) for m in mats]
-        return sum(r + m.nnz * 32 for (r, _), m in zip(res, mats)), max(t for _, t in res)
+        tables = [m.table.nbytes if isinstance(m, CodedCsr) else m.nnz * 32 for m in mats]
+        return sum(r + t for (r, _), t in zip(res, tables)), max(t for _, t in res)
 
     @staticmethod
     def working_bytes(cs: ConstraintSystem) -> int:

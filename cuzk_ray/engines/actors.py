@@ -15,19 +15,24 @@ class ProverActor:
     """Lifecycle: construct (backend, key and matrices resident, kernels warm) -> ready() -> prove()."""
 
     def __init__(self, backend: str, pk, cs, threads: int = 2):
+        t0 = time.perf_counter()
         if isinstance(pk, BundleKey):  # memory-mapped from the node's disk (shared page cache)
             from ..formats.native import load_bundle
 
             pk, cs = load_bundle(pk.path, verify_hashes=False)
+        mapped = time.perf_counter() - t0
         self.worker = PartitionProver(backend, pk, cs, threads=threads)
         self.backend_name = self.worker.backend.name
+        self.load_seconds = {"map": round(mapped, 3), **self.worker.load_seconds,
+                             "total": round(time.perf_counter() - t0, 3)}
 
     def ready(self) -> dict:
         """Where this prover runs (the engine's prover_info)."""
         import ray
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
-                "backend": self.backend_name, "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
+                "backend": self.backend_name, "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+                "load_seconds": self.load_seconds}
 
     def prove(self, batch, r: int | None = None, s: int | None = None) -> PartitionOutcome:
         """Prove the partition in an Arrow batch made by the synthesis task."""

@@ -21,7 +21,8 @@ class LocalExecutor:
         self.circuit_id = circuit.circuit_id
         self.worker = PartitionProver(settings.backend, pk, cs, threads=settings.cpu_threads)
         self.provers = [self.worker]
-        self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name}]
+        self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name,
+                             "load_seconds": self.worker.load_seconds}]
         self.metrics = Metrics()
         self._queue: deque[tuple[WorkItem, dict]] = deque()
 

@@ -4,8 +4,9 @@ Layout of a bundle directory:
   manifest.json      {"format": "cuzk-ray-key", "version": 1, "form": "standard", sizes, meta,
                       "arrays": {name: {"file", "dtype", "shape", "sha256"}}}
   <name>.npy         alpha_g1 beta_g1 delta_g1 beta_g2 gamma_g2 delta_g2 ic a_query b_g1_query
-                     b_g2_query l_query h_query, and the circuit's CSR matrices A_/B_/C_
-                     {indptr,indices,data}
+                     b_g2_query l_query h_query, and the circuit's matrices A_/B_/C_
+                     {indptr,entries,table} in the GPU kernel's layout (r1cs.CodedCsr: 8 bytes per
+                     non-zero; version 1 bundles stored {indptr,indices,data}, 40 bytes, still read)
 Points are affine, standard form (cuzk_ray.curve); the GPU converts to Montgomery on upload.
 A bundle is written into a temporary directory and renamed into place, so a reader never sees a
 half-written key.
@@ -14,19 +15,23 @@ half-written key.
 from __future__ import annotations
 
 import hashlib
+import io as io_module
 import json
 import os
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from ..groth16.keys import ProvingKey, VerifyingKey
-from ..r1cs import ConstraintSystem, CsrMatrix
+from ..r1cs import CodedCsr, ConstraintSystem, CsrMatrix
 
 FORMAT = "cuzk-ray-key"
-VERSION = 1
+VERSION = 2  # 2: matrices in the device layout (r1cs.CodedCsr); 1: CsrMatrix (still read)
+READABLE_VERSIONS = (1, 2)
 _VK = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 _PK = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 
@@ -53,47 +58,130 @@ def _hash_files(paths: list) -> list[str]:
         return list(ex.map(file_sha256, paths))
 
 
+class BundleWriter:
+    """Writes a bundle array by array into a temporary directory beside ``path``, each file hashed
+    as it is written (no second read), then ``commit`` writes the manifest and renames the
+    directory into place; leaving the ``with`` block without a commit removes it. ``stream``
+    appends an array chunk by chunk, so a key larger than the host's memory can be written while
+    it is computed (groth16.setup.dev_setup_bundle)."""
+
+    def __init__(self, path, overwrite: bool = False):
+        self.path, self.overwrite = Path(path), overwrite
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+        self.entries: dict[str, dict] = {}
+        self._io = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuzk-bundle")  # write || hash
+
+    def __enter__(self) -> BundleWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._io.shutdown(wait=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)  # gone after a commit (renamed), else dropped
+
+    def add(self, name: str, arr: np.ndarray) -> None:
+        """One whole array."""
+        arr = np.ascontiguousarray(arr)
+        with self.stream(name, arr.dtype, arr.shape) as out:
+            out.write(arr)
+
+    @contextmanager
+    def stream(self, name: str, dtype, shape: tuple):
+        """An ArrayStream for array ``name``; its rows must all be written before the block ends."""
+        f = open(self.tmp / f"{name}.npy", "wb")
+        out = ArrayStream(f, np.dtype(dtype), tuple(int(x) for x in shape), self._io)
+        try:
+            yield out
+            out.close()
+        finally:
+            f.close()
+        self.entries[name] = {"file": f"{name}.npy", "dtype": str(out.dtype), "shape": list(out.shape),
+                              "sha256": out.sha256}
+
+    def commit(self, manifest: dict) -> Path:
+        """Write manifest.json (``manifest`` plus format, version and the arrays) and rename the
+        bundle into place. When another process wrote the same bundle first (and not overwrite),
+        its copy is kept."""
+        full = dict(manifest, format=FORMAT, version=VERSION, arrays=self.entries)
+        (self.tmp / "manifest.json").write_text(json.dumps(full, indent=1, sort_keys=True))
+        if self.overwrite and self.path.exists():
+            shutil.rmtree(self.path)
+        try:
+            os.rename(self.tmp, self.path)
+        except OSError:
+            if not (self.path / "manifest.json").is_file():
+                raise
+        return self.path
+
+
+class ArrayStream:
+    """Appends rows of one .npy file: the header first, then ``write(chunk)`` (each chunk written
+    and hashed on two threads while the caller computes the next one)."""
+
+    def __init__(self, f, dtype: np.dtype, shape: tuple, io: ThreadPoolExecutor):
+        self.f, self.dtype, self.shape, self.io = f, dtype, shape, io
+        self.rows, self.hash, self.pending = 0, hashlib.sha256(), ()
+        header = io_module.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                      "fortran_order": False, "shape": shape})
+        self._put(header.getvalue())
+
+    def _put(self, data) -> None:
+        for fut in self.pending:  # the previous chunk is on disk and in the hash
+            fut.result()
+        self.pending = (self.io.submit(self.f.write, data), self.io.submit(self.hash.update, data))
+
+    def write(self, chunk: np.ndarray) -> None:
+        chunk = np.ascontiguousarray(chunk, dtype=self.dtype)
+        if chunk.shape[1:] != self.shape[1:] or self.rows + len(chunk) > self.shape[0]:
+            raise ValueError(f"{self.f.name}: chunk of shape {chunk.shape} after {self.rows} rows does not fit "
+                             f"shape {self.shape}")
+        self.rows += len(chunk)
+        self._put(memoryview(chunk).cast("B"))
+
+    def close(self) -> None:
+        self._put(b"")
+        for fut in self.pending:
+            fut.result()
+        if self.rows != (self.shape[0] if self.shape else 1):
+            raise ValueError(f"{self.f.name}: {self.rows} rows written, shape {self.shape}")
+
+    @property
+    def sha256(self) -> str:
+        return self.hash.hexdigest()
+
+
+def matrix_arrays(cs: ConstraintSystem) -> dict[str, np.ndarray]:
+    """The constraint matrices as the bundle stores them: the device layout (r1cs.CodedCsr)."""
+    out = {}
+    for mname in ("A", "B", "C"):
+        m = getattr(cs, mname)
+        if m is not None:
+            m = CodedCsr.from_csr(m)
+            out.update({f"{mname}_indptr": m.indptr, f"{mname}_entries": m.entries, f"{mname}_table": m.table})
+    return out
+
+
+def bundle_manifest(pk_meta: dict, n_wires: int, n_public: int, domain_size: int,
+                    cs: ConstraintSystem | None) -> dict:
+    """The manifest's fields beside the arrays."""
+    return {"form": "standard", "n_wires": n_wires, "n_public": n_public, "domain_size": domain_size,
+            "circuit": None if cs is None else {"name": cs.name, "n_constraints": cs.n_constraints,
+                                                 "n_wires": cs.n_wires, "n_public": cs.n_public},
+            "meta": pk_meta}
+
+
 def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwrite: bool = False) -> Path:
     """Write pk (and optionally the circuit's matrices) to directory ``path`` atomically. When
     another process wrote the same bundle first (and not overwrite), its copy is kept."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(pk.vk, name) for name in _VK}
     arrays.update({name: getattr(pk, name) for name in _PK})
     if cs is not None:
-        for mname in ("A", "B", "C"):
-            m = getattr(cs, mname)
-            if m is not None:
-                arrays.update({f"{mname}_indptr": m.indptr, f"{mname}_indices": m.indices, f"{mname}_data": m.data})
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-    try:
-        entries = {}
+        arrays.update(matrix_arrays(cs))
+    with BundleWriter(path, overwrite) as w:
         for name, arr in arrays.items():
-            f = tmp / f"{name}.npy"
-            np.save(f, np.ascontiguousarray(arr))
-            entries[name] = {"file": f.name, "dtype": str(arr.dtype), "shape": list(arr.shape)}
-        for name, digest in zip(entries, _hash_files([tmp / e["file"] for e in entries.values()])):
-            entries[name]["sha256"] = digest
-        manifest = {
-            "format": FORMAT, "version": VERSION, "form": "standard",
-            "n_wires": pk.n_wires, "n_public": pk.n_public, "domain_size": pk.domain_size,
-            "circuit": None if cs is None else {"name": cs.name, "n_constraints": cs.n_constraints,
-                                                 "n_wires": cs.n_wires, "n_public": cs.n_public},
-            "meta": pk.meta, "arrays": entries,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        if overwrite and path.exists():
-            shutil.rmtree(path)
-        try:
-            os.rename(tmp, path)
-        except OSError:
-            if not (path / "manifest.json").is_file():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # a concurrent writer won the race
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
+            w.add(name, arr)
+        return w.commit(bundle_manifest(pk.meta, pk.n_wires, pk.n_public, pk.domain_size, cs))
 
 
 def read_manifest(path) -> dict:
@@ -105,9 +193,9 @@ def read_manifest(path) -> dict:
         raise KeyBundleError(f"{mf}: missing (not a cuzk-ray key bundle)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise KeyBundleError(f"{mf}: not valid JSON ({e})") from None
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+    if manifest.get("format") != FORMAT or manifest.get("version") not in READABLE_VERSIONS:
         raise KeyBundleError(f"{mf}: format {manifest.get('format')!r} version {manifest.get('version')!r}, "
-                             f"expected {FORMAT!r} version {VERSION}")
+                             f"expected {FORMAT!r} version {' or '.join(map(str, READABLE_VERSIONS))}")
     return manifest
 
 
@@ -146,13 +234,19 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
         pk.validate()
     except ValueError as e:
         raise KeyBundleError(f"{path}: {e}") from None
-    cs = None
-    c = manifest.get("circuit")
-    if c is not None and "A_indptr" in arrays:
-        mats = {}
-        for mname in ("A", "B", "C"):
-            if f"{mname}_indptr" in arrays:
-                mats[mname] = CsrMatrix(arrays[f"{mname}_indptr"], arrays[f"{mname}_indices"],
-                                        arrays[f"{mname}_data"], c["n_wires"])
-        cs = ConstraintSystem(c["n_wires"], c["n_public"], mats["A"], mats["B"], mats.get("C"), c["name"])
-    return pk, cs
+    return pk, _matrices(manifest.get("circuit"), arrays)
+
+
+def _matrices(c: dict | None, arrays: dict) -> ConstraintSystem | None:
+    """The bundle's constraint system: CodedCsr matrices (version 2) or CsrMatrix (version 1)."""
+    if c is None or "A_indptr" not in arrays:
+        return None
+    mats = {}
+    for mname in ("A", "B", "C"):
+        if f"{mname}_entries" in arrays:
+            mats[mname] = CodedCsr(arrays[f"{mname}_indptr"], arrays[f"{mname}_entries"], arrays[f"{mname}_table"],
+                                   c["n_wires"])
+        elif f"{mname}_indptr" in arrays:
+            mats[mname] = CsrMatrix(arrays[f"{mname}_indptr"], arrays[f"{mname}_indices"], arrays[f"{mname}_data"],
+                                    c["n_wires"])
+    return ConstraintSystem(c["n_wires"], c["n_public"], mats["A"], mats["B"], mats.get("C"), c["name"])

@@ -41,6 +41,17 @@ class ProvingKey:
     meta: dict = field(default_factory=dict)  # circuit id, n_constraints, provenance, ...
 
     QUERIES = ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query")
+    VK_ARRAYS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
+    PK_ARRAYS = ("beta_g1", "delta_g1") + QUERIES
+    DENSITY_ARRAYS = ("a_wires", "b_wires")
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict | None = None) -> ProvingKey:
+        """A key from its arrays by name (VK_ARRAYS, PK_ARRAYS, and DENSITY_ARRAYS when the key
+        is stored by density): what a key bundle and the dev setup's sinks hold."""
+        vk = VerifyingKey(**{n: arrays[n] for n in cls.VK_ARRAYS})
+        density = {n: arrays[n] for n in cls.DENSITY_ARRAYS if n in arrays}
+        return cls(vk=vk, meta=dict(meta or {}), **{n: arrays[n] for n in cls.PK_ARRAYS}, **density)
 
     @property
     def nbytes(self) -> int:

@@ -11,15 +11,17 @@ from __future__ import annotations
 import logging
 import random
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..domain import domain_size
-from ..field import R_MOD, fr_to_limbs
+from ..field import R_MOD, FrVector, fr_to_limbs
 from ..r1cs import ConstraintSystem, CsrMatrix
 from ..ref.msm import fixed_base_mul_array
 from ..ref.qap import h_query_scalars, lagrange_at
-from .keys import ProvingKey, VerifyingKey
+from .keys import WIRE_INDEX_DTYPE, ProvingKey
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +62,6 @@ def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gam
     return {k: fr_to_limbs(x) for k, x in out.items()}
 
 
-def scalars_function(backend: str = "cpu"):
-    """setup_scalars_cpu, or the GPU version for backend "cuda" ("auto": cuda when usable)."""
-    from ..backends import resolve_backend_name
-
-    if resolve_backend_name(backend) == "cuda":
-        from ..cuda.setup import setup_scalars
-
-        return setup_scalars
-    return setup_scalars_cpu
-
-
 def fixed_base_function(device: str):
     """(group, uint64[k, 4] scalars) -> point array: fixed_base_mul_array (every CPU core) or,
     for "cuda", cuda.fixed_base.fixed_base_mul_gpu (bit-identical)."""
@@ -83,33 +74,146 @@ def fixed_base_function(device: str):
     raise ValueError(f"dev_setup: fixed_base={device!r} is not 'cpu' or 'cuda'")
 
 
-def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
-              fixed_base: str | None = None) -> ProvingKey:
-    """A proving key for cs from toxic waste derived from seed (deterministic, insecure).
-    ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either way);
-    ``fixed_base`` where the point multiplications run ("cpu": every core, "cuda": the GPU; by
-    default the resolved backend)."""
+@dataclass(frozen=True)
+class ToxicWaste:
+    """tau, alpha, beta, gamma, delta of a development setup (derived from its seed)."""
+
+    tau: int
+    alpha: int
+    beta: int
+    gamma: int
+    delta: int
+
+    @classmethod
+    def from_seed(cls, seed: int) -> ToxicWaste:
+        rng = random.Random(f"cuzk-ray dev setup {seed}")
+        return cls(*(rng.randrange(1, R_MOD) for _ in range(5)))
+
+
+def wire_density(cs: ConstraintSystem) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(a_wires, b_wires): the wires with a point in a_query (those in A, and the public-input
+    wires 0..n_public, whose QAP rows are appended to A) and in b_g1/b_g2_query (those in B), as
+    sorted keys.WIRE_INDEX_DTYPE arrays; None where that is every wire (no index, no gather).
+    Every other wire's point is at infinity: a key by density skips it."""
+    in_a = np.zeros(cs.n_wires, dtype=bool)
+    in_a[cs.A.indices] = True
+    in_a[: cs.n_public + 1] = True
+    in_b = np.zeros(cs.n_wires, dtype=bool)
+    in_b[cs.B.indices] = True
+    return tuple(None if m.all() else np.flatnonzero(m).astype(WIRE_INDEX_DTYPE) for m in (in_a, in_b))
+
+
+class MemorySink:
+    """Where dev_setup puts the key's arrays in memory (formats.native.BundleWriter is the same
+    interface on disk): ``add`` a whole array, or ``stream`` it chunk by chunk."""
+
+    def __init__(self):
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def add(self, name: str, arr: np.ndarray) -> None:
+        self.arrays[name] = np.ascontiguousarray(arr)
+
+    @contextmanager
+    def stream(self, name: str, dtype, shape: tuple):
+        out = self.arrays[name] = np.empty(shape, dtype=dtype)
+        yield _Filler(out)
+
+
+class _Filler:
+    def __init__(self, out: np.ndarray):
+        self.out, self.rows = out, 0
+
+    def write(self, chunk: np.ndarray) -> None:
+        self.out[self.rows : self.rows + len(chunk)] = chunk
+        self.rows += len(chunk)
+
+
+POINT_SHAPE = {"g1": (2, 6), "g2": (2, 2, 6)}
+STREAM_CHUNK = 1 << 23  # points per GPU fixed-base call: <= 1.5 GiB of G2 points on the host at once
+
+
+def _gather(xp, values, index, beg: int, end: int):
+    """values[index[beg:end]] (all rows when index is None): limbs on the CPU, a trusted FrVector
+    on the GPU (reduced by construction: the fixed-base wrapper does not check it again)."""
+    rows = xp.ascontiguousarray(values[beg:end] if index is None else values[index[beg:end]])
+    return rows if xp is np else FrVector(rows)
+
+
+def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
+                 fixed_base: str | None = None, density: bool = True, chunk: int | None = None) -> dict:
+    """Compute a development key for cs into ``sink`` (MemorySink or a BundleWriter), query by
+    query and, on the GPU, STREAM_CHUNK points at a time: the host holds the scalars (on the GPU:
+    nothing; they stay in VRAM) and two chunks of points, never the whole key. With ``density``
+    (the default) a_query and b_g1/b_g2_query hold points only for the wires of wire_density (as
+    bellperson and Filecoin's parameters store them), plus the arrays a_wires and b_wires.
+    ``chunk``: points per fixed-base call (default STREAM_CHUNK on the GPU; on the CPU one call
+    per query, each of which starts a process pool). Returns the key's meta (seed, timings)."""
     from ..backends import resolve_backend_name
 
     log.warning(INSECURE_WARNING.format(seed=seed))
-    mul = fixed_base_function(fixed_base or resolve_backend_name(backend))
-    rng = random.Random(f"cuzk-ray dev setup {seed}")
-    tau, alpha, beta, gamma, delta = (rng.randrange(1, R_MOD) for _ in range(5))
+    device = fixed_base or resolve_backend_name(backend)
+    mul = fixed_base_function(device)
+    t = ToxicWaste.from_seed(seed)
     t0 = time.perf_counter()
-    sc = scalars_function(backend)(cs, tau, alpha, beta, gamma, delta)
-    p, m_w, n = cs.n_public, cs.n_wires, len(sc["h"])
-    g1_scalars = np.concatenate([sc["u"], sc["v"], sc["ic"], sc["l"], sc["h"], fr_to_limbs([alpha, beta, delta])])
-    pts = mul("g1", g1_scalars)
-    cuts = np.cumsum([m_w, m_w, p + 1, m_w - p - 1, n])
-    a_q, b1_q, ic, l_q, h_q, singles = np.split(pts, cuts)
-    g2_pts = mul("g2", np.concatenate([sc["v"], fr_to_limbs([beta, gamma, delta])]))
-    b2_q, g2_singles = g2_pts[:m_w], g2_pts[m_w:]
-    vk = VerifyingKey(alpha_g1=singles[0:1], beta_g2=g2_singles[0:1], gamma_g2=g2_singles[1:2],
-                      delta_g2=g2_singles[2:3], ic=ic)
+    if resolve_backend_name(backend) == "cuda":  # the scalars stay in VRAM; chunks are gathered there
+        from ..cuda.setup import setup_scalars
+        from ..kernels.loader import require_cupy
+
+        xp = require_cupy()
+        sc = setup_scalars(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, on_device=True)
+    else:
+        xp = np
+        sc = setup_scalars_cpu(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta)
+    t_scalars = time.perf_counter() - t0
+    a_wires, b_wires = wire_density(cs) if density else (None, None)
+    a_idx, b_idx = (None if x is None else xp.asarray(x) for x in (a_wires, b_wires))
+    queries = [("a_query", "g1", sc["u"], a_idx), ("b_g1_query", "g1", sc["v"], b_idx),
+               ("b_g2_query", "g2", sc["v"], b_idx), ("l_query", "g1", sc["l"], None),
+               ("h_query", "g1", sc["h"], None), ("ic", "g1", sc["ic"], None)]
+    chunk = chunk or (STREAM_CHUNK if device == "cuda" else None)
+    for name, group, values, index in queries:
+        n = len(values) if index is None else len(index)
+        with sink.stream(name, np.uint64, (n, *POINT_SHAPE[group])) as out:
+            step = chunk or max(1, n)
+            for beg in range(0, n, step):
+                out.write(mul(group, _gather(xp, values, index, beg, min(n, beg + step))))
+    g1 = mul("g1", fr_to_limbs([t.alpha, t.beta, t.delta]))
+    g2 = mul("g2", fr_to_limbs([t.beta, t.gamma, t.delta]))
+    for name, arr in (("alpha_g1", g1[0:1]), ("beta_g1", g1[1:2]), ("delta_g1", g1[2:3]),
+                      ("beta_g2", g2[0:1]), ("gamma_g2", g2[1:2]), ("delta_g2", g2[2:3])):
+        sink.add(name, arr)
+    for name, wires in (("a_wires", a_wires), ("b_wires", b_wires)):
+        if wires is not None:
+            sink.add(name, wires)
     info = {"insecure_dev_setup": True, "seed": seed, "n_constraints": cs.n_constraints,
-            "setup_seconds": round(time.perf_counter() - t0, 3)}
+            "setup_seconds": round(time.perf_counter() - t0, 3), "setup_scalars_seconds": round(t_scalars, 3)}
     info.update(meta or {})
-    pk = ProvingKey(vk=vk, beta_g1=singles[1:2], delta_g1=singles[2:3], a_query=a_q, b_g1_query=b1_q,
-                    b_g2_query=b2_q, l_query=l_q, h_query=h_q, meta=info)
+    return info
+
+
+def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
+              fixed_base: str | None = None, density: bool = True, chunk: int | None = None) -> ProvingKey:
+    """A proving key for cs from toxic waste derived from seed (deterministic, insecure), in
+    memory. ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either
+    way); ``fixed_base`` where the point multiplications run ("cpu": every core, "cuda": the GPU;
+    by default the resolved backend). Large keys: dev_setup_bundle (streamed to disk)."""
+    sink = MemorySink()
+    info = generate_key(sink, cs, seed, meta, backend, fixed_base, density, chunk)
+    pk = ProvingKey.from_arrays(sink.arrays, info)
     pk.validate()
     return pk
+
+
+def dev_setup_bundle(path, cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
+                     fixed_base: str | None = None, density: bool = True, chunk: int | None = None):
+    """dev_setup written straight into a native key bundle at ``path`` (with cs's matrices) as it
+    is computed: host memory stays bounded (see generate_key) whatever the key's size. Returns
+    the bundle's path; formats.native.load_bundle maps it back."""
+    from ..formats.native import BundleWriter, bundle_manifest, matrix_arrays
+
+    with BundleWriter(path) as w:
+        for name, arr in matrix_arrays(cs).items():
+            w.add(name, arr)
+        info = generate_key(w, cs, seed, meta, backend, fixed_base, density, chunk)
+        p = cs.n_public
+        return w.commit(bundle_manifest(info, cs.n_wires, p, domain_size(cs.n_constraints, p), cs))
