@@ -112,4 +112,4 @@ def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend
     pk = ProvingKey(vk=vk, beta_g1=singles[1:2], delta_g1=singles[2:3], a_query=a_q, b_g1_query=b1_q,
                     b_g2_query=b2_q, l_query=l_q, h_query=h_q, meta=info)
     pk.validate()
-    return pk
+    return pk.by_density()  # stored as bellperson does: no points at infinity in a, b_g1, b_g2
