@@ -4,8 +4,9 @@ Layout of a bundle directory:
   manifest.json      {"format": "cuzk-ray-key", "version": 1, "form": "standard", sizes, meta,
                       "arrays": {name: {"file", "dtype", "shape", "sha256"}}}
   <name>.npy         alpha_g1 beta_g1 delta_g1 beta_g2 gamma_g2 delta_g2 ic a_query b_g1_query
-                     b_g2_query l_query h_query, and the circuit's CSR matrices A_/B_/C_
-                     {indptr,indices,data}
+                     b_g2_query l_query h_query, a_wires b_wires (uint32 wire indices, only in
+                     a key stored by density: groth16.keys), and the circuit's CSR matrices
+                     A_/B_/C_{indptr,indices,data}
 Points are affine, standard form (cuzk_ray.curve); the GPU converts to Montgomery on upload.
 A bundle is written into a temporary directory and renamed into place, so a reader never sees a
 half-written key.
@@ -60,6 +61,8 @@ def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwr
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(pk.vk, name) for name in _VK}
     arrays.update({name: getattr(pk, name) for name in _PK})
+    # density indices only where the key has them: a bundle without them is a dense key
+    arrays.update({name: getattr(pk, name) for name in ProvingKey.DENSITIES if getattr(pk, name) is not None})
     if cs is not None:
         for mname in ("A", "B", "C"):
             m = getattr(cs, mname)
@@ -141,7 +144,8 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
         raise KeyBundleError(f"{path / 'manifest.json'}: arrays missing: {', '.join(missing)}")
     vk = VerifyingKey(**{n: arrays[n] for n in _VK})
     meta = dict(manifest.get("meta", {}), bundle_path=str(path.resolve()))  # where it is mapped from
-    pk = ProvingKey(vk=vk, meta=meta, **{n: arrays[n] for n in _PK})
+    pk = ProvingKey(vk=vk, meta=meta, **{n: arrays[n] for n in _PK},
+                    **{n: arrays.get(n) for n in ProvingKey.DENSITIES})
     try:
         pk.validate()
     except ValueError as e:
