@@ -17,11 +17,13 @@ import shutil
 from dataclasses import dataclass
 
 from .engines.admission import OBJECT_STORE_MARGIN
+from .groth16.keys import WIRE_INDEX_DTYPE
 
 GIB = 1 << 30
 G1_AFFINE = 96  # bytes: two Fp coordinates of 6 u64 limbs
 G2_AFFINE = 192
 FR = 32
+WIRE_INDEX = WIRE_INDEX_DTYPE.itemsize  # bytes per wire of a density index (a_wires, b_wires)
 CSR_BYTES_PER_NNZ = 8 + 32  # int64 column + uint64[4] coefficient (the bundle's CsrMatrix)
 CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (cuda.spmv layout)
 DRIVER_BYTES = 2 * GIB  # the driver process: Python, Ray's core worker, numpy temporaries
@@ -51,8 +53,23 @@ class KeyShape:
                 "l_query": (self.n_wires - self.n_public - 1) * G1_AFFINE, "h_query": self.domain * G1_AFFINE}
 
     @property
+    def gathered(self) -> dict[str, int]:
+        """Wires of each density index the key stores: a_wires / b_wires exist only where fewer
+        wires than all have a point (ProvingKey.by_density leaves a full one None)."""
+        out = {}
+        for name, points in (("a_wires", self.a_points), ("b_wires", self.b_points)):
+            if points is not None and points < self.n_wires:
+                out[name] = points
+        return out
+
+    @property
+    def index_bytes(self) -> int:
+        return WIRE_INDEX * sum(self.gathered.values())
+
+    @property
     def key_bytes(self) -> int:
-        return sum(self.query_bytes.values())
+        """What the key stores: its queries and its density index arrays (ProvingKey.nbytes)."""
+        return sum(self.query_bytes.values()) + self.index_bytes
 
     @property
     def nnz(self) -> int:
@@ -124,8 +141,9 @@ def gib(nbytes: int) -> str:
 
 
 def working_set_bytes(shape: KeyShape) -> int:
-    """VRAM one partition needs on the device: the witness, a | b | c, and h."""
-    return shape.witness_bytes + 4 * shape.domain * FR
+    """VRAM one partition needs on the device: the witness, a | b | c, h, and the witness values
+    gathered for a key stored by density (one copy per density index, the B MSMs share theirs)."""
+    return shape.witness_bytes + 4 * shape.domain * FR + FR * sum(shape.gathered.values())
 
 
 def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
