@@ -17,11 +17,13 @@ import shutil
 from dataclasses import dataclass
 
 from .engines.admission import OBJECT_STORE_MARGIN
+from .groth16.keys import WIRE_INDEX_DTYPE
 
 GIB = 1 << 30
 G1_AFFINE = 96  # bytes: two Fp coordinates of 6 u64 limbs
 G2_AFFINE = 192
 FR = 32
+WIRE_INDEX = WIRE_INDEX_DTYPE.itemsize  # bytes per wire of a density index (a_wires, b_wires)
 CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (r1cs.CodedCsr: bundle and VRAM)
 DRIVER_BYTES = 2 * GIB  # the driver process: Python, Ray's core worker, numpy temporaries
 VRAM_MARGIN = 1 * GIB  # kept free for kernels' scratch (the cuda backend's margin)
@@ -50,8 +52,23 @@ class KeyShape:
                 "l_query": (self.n_wires - self.n_public - 1) * G1_AFFINE, "h_query": self.domain * G1_AFFINE}
 
     @property
+    def gathered(self) -> dict[str, int]:
+        """Wires of each density index the key stores: a_wires / b_wires exist only where fewer
+        wires than all have a point (ProvingKey.by_density leaves a full one None)."""
+        out = {}
+        for name, points in (("a_wires", self.a_points), ("b_wires", self.b_points)):
+            if points is not None and points < self.n_wires:
+                out[name] = points
+        return out
+
+    @property
+    def index_bytes(self) -> int:
+        return WIRE_INDEX * sum(self.gathered.values())
+
+    @property
     def key_bytes(self) -> int:
-        return sum(self.query_bytes.values())
+        """What the key stores: its queries and its density index arrays (ProvingKey.nbytes)."""
+        return sum(self.query_bytes.values()) + self.index_bytes
 
     @property
     def nnz(self) -> int:
@@ -124,9 +141,11 @@ def gib(nbytes: int) -> str:
 
 
 def working_set_bytes(shape: KeyShape) -> int:
-    """VRAM one partition in flight holds on the device: its witness and its h (a | b | c, 3
-    domain vectors, exist only while h is computed under the device lock: counted once)."""
-    return shape.witness_bytes + shape.domain * FR
+    """VRAM one partition in flight holds on the device: its witness, its h and the witness values
+    gathered for a key stored by density (one copy per density index, the B MSMs share theirs);
+    a | b | c (3 domain vectors) exist only while h is computed under the device lock: counted
+    once, in vram_need."""
+    return shape.witness_bytes + shape.domain * FR + FR * sum(shape.gathered.values())
 
 
 def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:

@@ -24,6 +24,7 @@ from cuzk_ray.formats import snarkjs
 from cuzk_ray.formats.montgomery import redc_limbs
 from cuzk_ray.formats.snarkjs import FormatError, check_zkey_against_r1cs, read_r1cs, read_wtns, read_zkey
 from cuzk_ray.formats.zkey_cache import load_zkey_cached
+from cuzk_ray.groth16.keys import present_points
 from cuzk_ray.r1cs import UnsatisfiedConstraint
 from cuzk_ray.ref.qap import compute_h, domain_size, evaluations
 
@@ -78,8 +79,15 @@ def test_sizes_are_consistent(loaded, circuit):
     assert pk.n_public == r1cs.n_public == zcs.n_public == vk_json["nPublic"]
     assert zcs.n_constraints == r1cs.n_constraints == pk.meta["n_constraints"]
     assert pk.domain_size == domain_size(r1cs.n_constraints, r1cs.n_public)
-    assert pk.a_query.shape == pk.b_g1_query.shape == (r1cs.n_wires, 2, 6)
-    assert pk.b_g2_query.shape == (r1cs.n_wires, 2, 2, 6)
+    # stored by density: a point per wire that appears in A (with the public-input rows) / in B
+    in_a = np.union1d(r1cs.A.indices, np.arange(r1cs.n_public + 1))
+    in_b = np.unique(r1cs.B.indices)
+    a_wires = np.arange(r1cs.n_wires) if pk.a_wires is None else pk.a_wires
+    assert np.array_equal(a_wires, in_a) and np.array_equal(pk.b_wires, in_b)
+    assert pk.b_wires is not None and len(in_b) < r1cs.n_wires  # the fixtures exercise the density
+    assert pk.a_query.shape == (len(in_a), 2, 6) and pk.b_g1_query.shape == (len(in_b), 2, 6)
+    assert pk.b_g2_query.shape == (len(in_b), 2, 2, 6)
+    assert all(present_points(q).all() for q in (pk.a_query, pk.b_g1_query, pk.b_g2_query))
     assert pk.l_query.shape == (r1cs.n_wires - r1cs.n_public - 1, 2, 6)
     assert pk.h_query.shape == (pk.domain_size, 2, 6)
     assert pk.vk.ic.shape == (r1cs.n_public + 1, 2, 6)
@@ -190,9 +198,11 @@ def _prove(pk, cs, w, r: int, s: int):
     alpha, beta1, delta1 = (g1_points(x)[0] for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
     beta2, delta2 = g2_points(pk.vk.beta_g2)[0], g2_points(pk.vk.delta_g2)[0]
     R, S = Scalar(r), Scalar(s)
-    pi_a = alpha + _msm(g1_points(pk.a_query), w) + delta1 * R
-    pi_b = beta2 + G2Point.multiexp_unchecked(g2_points(pk.b_g2_query), scalars(w)) + delta2 * S
-    b1 = beta1 + _msm(g1_points(pk.b_g1_query), w) + delta1 * S
+    wa = w if pk.a_wires is None else w[pk.a_wires]  # a key stored by density: its wires' values
+    wb = w if pk.b_wires is None else w[pk.b_wires]
+    pi_a = alpha + _msm(g1_points(pk.a_query), wa) + delta1 * R
+    pi_b = beta2 + G2Point.multiexp_unchecked(g2_points(pk.b_g2_query), scalars(wb)) + delta2 * S
+    b1 = beta1 + _msm(g1_points(pk.b_g1_query), wb) + delta1 * S
     priv = w[pk.n_public + 1 :]
     pi_c = (_msm(g1_points(pk.l_query), priv) + _msm(g1_points(pk.h_query), h)
             + pi_a * S + b1 * R - delta1 * Scalar(r * s % R_MOD))
@@ -278,9 +288,30 @@ def test_zkey_cache_repairs_a_damaged_entry(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == [pk1.meta["sha256"]]  # no temp dirs left
 
 
+def test_zkey_cache_redoes_a_dense_conversion_of_version_1(tmp_path, monkeypatch, loaded):
+    """An entry written before keys were stored by density (version 1: dense a/b queries, no index
+    arrays) is converted again, not loaded as it is or mixed with a density key."""
+    from cuzk_ray.formats import zkey_cache
+
+    _, ref_pk, _ = loaded["linear"]
+    real_read = zkey_cache.read_zkey
+    monkeypatch.setattr(zkey_cache, "CACHE_VERSION", 1)
+    monkeypatch.setattr(zkey_cache, "read_zkey", lambda p: (lambda k, c: (k.to_dense(), c))(*real_read(p)))
+    old, _ = load_zkey_cached(paths("linear")["zkey"], tmp_path)
+    assert old.dense and len(old.a_query) == old.n_wires  # what a version-1 entry held
+    monkeypatch.setattr(zkey_cache, "CACHE_VERSION", 2)
+    monkeypatch.setattr(zkey_cache, "read_zkey", real_read)
+    pk, _ = load_zkey_cached(paths("linear")["zkey"], tmp_path)
+    assert pk.meta["cache"] == "miss" and not pk.dense
+    assert np.array_equal(pk.b_wires, ref_pk.b_wires) and np.array_equal(pk.a_query, ref_pk.a_query)
+    again, _ = load_zkey_cached(paths("linear")["zkey"], tmp_path)  # the new entry is a hit, by density
+    assert again.meta["cache"] == "hit" and np.array_equal(again.a_wires, ref_pk.a_wires)
+    assert np.array_equal(again.b_g2_query, ref_pk.b_g2_query)
+
+
 def ProvingKey_fields():  # noqa: N802
     return ["vk.alpha_g1", "vk.beta_g2", "vk.gamma_g2", "vk.delta_g2", "vk.ic", "beta_g1", "delta_g1",
-            "a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"]
+            "a_query", "b_g1_query", "b_g2_query", "l_query", "h_query", "a_wires", "b_wires"]
 
 
 def _get(pk, name):
@@ -467,6 +498,25 @@ def test_zkey_extra_rows_checked(tmp_path):
         count = struct.unpack_from("<I", d, s[4][1])[0]
         struct.pack_into("<I", d, s[4][1] + 4 + 44 * (count - 1) + 8, 0)
     raises("zkey", rewrite(tmp_path, "zkey", edit), "coefficients: expected A rows", "public input binding")
+
+
+@pytest.mark.parametrize("section,size,zeroed", [(6, 96, "B1"), (7, 192, "B2")])
+def test_zkey_b1_b2_disagreeing_on_infinity_is_refused(tmp_path, section, size, zeroed):
+    """Wire 4 of linear has a point in B1 and B2 (it appears in B): zeroing it in one section
+    leaves it at infinity there only, which one b_wires cannot describe."""
+    def edit(d, s):
+        d[s[section][1] + 4 * size : s[section][1] + 5 * size] = bytes(size)
+    raises("zkey", rewrite(tmp_path, "zkey", edit), "sections 6 (B1) and 7 (B2): expected the same wires at infinity",
+           f"wire 4 at infinity in {zeroed} only")
+
+
+def test_zkey_same_infinity_in_b1_and_b2_is_read_by_density(tmp_path):
+    """The twin: wire 4 zeroed in both B sections is one more wire outside b_wires (read, not refused)."""
+    def edit(d, s):
+        for section, size in ((6, 96), (7, 192)):
+            d[s[section][1] + 4 * size : s[section][1] + 5 * size] = bytes(size)
+    pk, _ = read_zkey(rewrite(tmp_path, "zkey", edit))
+    assert pk.b_wires.tolist() == [5, 6, 7] and len(pk.b_g1_query) == len(pk.b_g2_query) == 3
 
 
 def test_wtns_first_value_must_be_one(tmp_path):

@@ -57,6 +57,12 @@ class Backend(Protocol):
                                times: StageTimes | None = None) -> FrVector:
         """h from the witness (a, b, c evaluated first, on the device for cuda; an FrVector there)."""
 
+    def gather(self, key: Any, wires: str, scalars: FrVector) -> FrVector:
+        """The scalars of the wires that have a point in the key's queries of density ``wires``
+        ("a_wires": a_query; "b_wires": b_g1_query and b_g2_query), in the order of the points:
+        ``scalars[pk.<wires>]`` (cuda: on the device); the scalars as they are when the key is
+        dense there (``pk.<wires>`` is None). An FrVector stays one (its rows were checked)."""
+
     def msm_g1(self, key: Any, query: str, scalars: FrVector) -> Any:
         """sum scalars[i] * key.query[i] in G1, as an arkworks point."""
 

@@ -6,6 +6,7 @@ The Backend protocol (backends/base.py, shared with the cuda backend):
   compute_h(a, b, c) -> h as standard-form ``uint64[n, 4]``
   compute_h_from_witness(cs, witness, times) -> h as an FrVector (a, b, c evaluated first; the
       cuda backend does both on the device from resident matrices)
+  gather(resident, wires, scalars) -> the scalars of the key's a_wires / b_wires (numpy take)
   msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
   stage, account, vram_peak, warm_up: no-ops here (nothing to upload, no device)
 Scalars and field vectors may be FrVectors, int vectors or standard-form limbs (reduced mod r
@@ -18,8 +19,10 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
+import numpy as np
+
 from ..curve import g1_points, g2_points
-from ..field import FrVector, fr_to_limbs, fr_vector
+from ..field import FrVector, as_fr_limbs, fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
 from ..ref import qap
 from ..ref.msm import msm_g1, msm_g2
@@ -116,6 +119,18 @@ class CpuBackend:
             a, b, c = qap.evaluations(cs, fr_vector(witness))
         with times.stage("h"):
             return FrVector(self.compute_h(a, b, c))
+
+    def gather(self, key: ResidentKey, wires: str, scalars):
+        """scalars[pk.<wires>] (limbs, an FrVector when given one), or scalars when the key is
+        dense there; see backends.base.Backend.gather."""
+        idx = key.pk.density_index(wires)
+        if idx is None:
+            return scalars
+        if len(scalars) != key.pk.n_wires:
+            raise ValueError(f"gather {wires}: {len(scalars)} scalars, the key has {key.pk.n_wires} wires")
+        if isinstance(scalars, FrVector):
+            return FrVector(np.take(np.asarray(scalars.limbs), idx, axis=0))
+        return np.take(as_fr_limbs(scalars), idx, axis=0)
 
     def msm_g1(self, key: ResidentKey, query: str, scalars):
         return msm_g1(key.queries[query], scalars)

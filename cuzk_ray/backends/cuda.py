@@ -19,6 +19,10 @@ returns an FrVector on the device, so a partition staged first is range-checked 
                  witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
                  returned as an FrVector on the device and fed to the H MSM without a host round trip
   compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
+  gather(key, wires, w)
+                 the witness values of the key's a_wires / b_wires (a key stored by density) as
+                 a new device array: cupy take on the uint64[n, 4] limbs with the index arrays
+                 uploaded once with the key (GpuKey.wires)
   msm_g1         kernels/msm.cu on the resident bases (scalars numpy or cupy)
   msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
                  (split_g2 = False: the prover does not cut it in halves as for the CPU)
@@ -67,7 +71,8 @@ class GpuKey:
     def __init__(self, pk: ProvingKey, cp, precompute_h: bool = True):
         self.pk = pk
         names = self.G1_QUERIES + self.G2_QUERIES
-        need = sum(getattr(pk, q).nbytes for q in names)
+        index = {d: getattr(pk, d) for d in pk.DENSITIES if getattr(pk, d) is not None}
+        need = sum(getattr(pk, q).nbytes for q in names) + sum(int(x.nbytes) for x in index.values())
         largest = max(getattr(pk, q).nbytes for q in names)  # its standard-form upload, converted then freed
         free, _total = cp.cuda.runtime.memGetInfo()
         free += cp.get_default_memory_pool().free_bytes()
@@ -102,6 +107,9 @@ class GpuKey:
         if not self.h_table:
             log.info("h_query: no table of window multiples (%d bases; %.1f GiB needed, %.1f GiB free after the "
                      "queries, precompute_h=%s)", n_h, table / 2**30, (free - need) / 2**30, precompute_h)
+        # The density index arrays (uint32, 4 bytes per wire: ~0.13 GB for b_wires at 2^27) stay
+        # in VRAM with the bases, so a partition's gather is a device operation only.
+        self.wires = {d: cp.asarray(np.ascontiguousarray(x)) for d, x in index.items()}
         self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
@@ -248,6 +256,30 @@ class CudaBackend:
         checked by the kernel wrapper)."""
         a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
         return self._timed_gpu(cuda_ntt.compute_h, a, b, c)
+
+    def gather(self, key: GpuKey, wires: str, scalars):
+        """scalars[pk.<wires>] on the device (a new contiguous uint64[k, 4]; an FrVector when given
+        one), or scalars as they are when the key is dense there. Host scalars are uploaded first
+        (the prover stages the witness, so it is already on the device).
+
+        Cost at 2^27 (filecoin shape): A covers every wire (a_wires None: no gather); b_wires has
+        ~33.1M wires, so the gather reads 33.1M x (4 B index + one 32 B row) and writes 33.1M x 32 B,
+        ~2.3 GB of traffic: ~1 ms at the H200's ~4.8 TB/s (the rows are 32 B sectors, so scattered
+        reads cost about as much as sequential ones), against ~0.3 s for the B MSMs it feeds; and
+        1.06 GB of VRAM for the gathered scalars while the partition's B MSMs run (both use one
+        gather). A key with a_wires too (a zkey) pays the same per gathered wire."""
+        idx = key.pk.density_index(wires)
+        if idx is None:
+            return scalars
+        cp = self.cp
+        s = self._scalar_limbs(scalars, f"gather {wires} scalars")
+        trusted = isinstance(s, FrVector)
+        limbs = cp.asarray(s.limbs if trusted else s)
+        if len(limbs) != key.pk.n_wires:
+            raise ValueError(f"gather {wires}: {len(limbs)} scalars, the key has {key.pk.n_wires} wires")
+        out = self._timed_gpu(cp.take, limbs, key.wires[wires], 0)
+        # rows of checked values are checked values; a raw array is range-checked by the MSM
+        return FrVector(out) if trusted else out
 
     def msm_g1(self, key: GpuKey, query: str, scalars):
         bases = key.device[query]

@@ -38,11 +38,13 @@ class PorepCircuit:
         return porep.make_layout(self.constraints, self.public, self.field_share, self.shape)
 
     def key_shape(self):
-        """The sizes of this circuit's key and matrices (preflight), from the layout alone."""
+        """The sizes of this circuit's key (stored by density, as dev_setup makes it) and matrices
+        (preflight), from the layout and the circuit seed alone (nothing built)."""
         from ..preflight import KeyShape
 
         lay = self.layout()
-        return KeyShape(lay.n_wires, self.public, self.constraints, *lay.nnz())
+        a_points, b_points = lay.density(self.circuit_seed)
+        return KeyShape(lay.n_wires, self.public, self.constraints, *lay.nnz(), a_points=a_points, b_points=b_points)
 
     def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
         from ..keystore import dev_key_cached

@@ -67,6 +67,17 @@ class PorepLayout:
         b = 2 * self.n_bits + self.n_xor + self.n_pack + self.n_mul + self.public
         return a, b, 3 * self.n_xor + self.n_pack + self.n_mul + self.public
 
+    def density(self, circuit_seed: int = 0) -> tuple[int, int]:
+        """(wires with a point in a_query, in b_g1/b_g2_query) of this circuit's key stored by
+        density, counted without building it. A: wire 0 and the public wires (the public-input
+        rows of the QAP), every input bit (boolean rows), the field inputs drawn as mul x; B: wire
+        0 (boolean, pack and public rows), every input bit, the field inputs drawn as mul y. The
+        mul operands are random (circuit_seed), so they are drawn as build_circuit draws them
+        (the xor draws before them too: ~1 GB of temporaries at 2^27)."""
+        wr = _wiring(self, circuit_seed, mul_only=True)
+        a = 1 + self.public + self.n_bits + len(np.unique(wr.mul_x))
+        return a, 1 + self.n_bits + len(np.unique(wr.mul_y))
+
     def offsets(self) -> dict:
         o, out = 1 + self.public, {}
         for name in ("bits", "xor", "field_in", "mul", "pack"):
@@ -87,12 +98,46 @@ class _Wiring:
     pack_bits: np.ndarray  # [n_pack, 32] indices into the input bits
 
 
-def _wiring(lay: PorepLayout, circuit_seed: int) -> _Wiring:
+def _wiring(lay: PorepLayout, circuit_seed: int, mul_only: bool = False) -> _Wiring:
+    """The operands; mul_only: only mul_x and mul_y (the density counts), the others None (the
+    xor draws come first in the stream, so they are still drawn, then dropped; no pack draw)."""
     rng = np.random.default_rng([circuit_seed, lay.constraints, lay.public])
     xa = rng.integers(0, lay.n_bits, lay.n_xor)
-    xb = (xa + rng.integers(1, lay.n_bits, lay.n_xor)) % lay.n_bits  # b != a
-    return _Wiring(xa, xb, rng.integers(0, lay.n_field_in, lay.n_mul), rng.integers(0, lay.n_field_in, lay.n_mul),
-                   rng.integers(0, lay.n_bits, (lay.n_pack, PACK_BITS)))
+    step = rng.integers(1, lay.n_bits, lay.n_xor)
+    if mul_only:
+        del xa, step
+        xa = xb = None
+    else:
+        xb = (xa + step) % lay.n_bits  # b != a
+        del step
+    mul_x = rng.integers(0, lay.n_field_in, lay.n_mul)
+    mul_y = rng.integers(0, lay.n_field_in, lay.n_mul)
+    pack = None if mul_only else rng.integers(0, lay.n_bits, (lay.n_pack, PACK_BITS))
+    return _Wiring(xa, xb, mul_x, mul_y, pack)
+
+
+def _cyclic(start: int, count: int, n: int, base: int = 0) -> list[tuple[int, int]]:
+    """The wires of _rot(start, count, n, base) as at most two half-open intervals."""
+    if count <= 0 or n <= 0:
+        return []
+    if count >= n:
+        return [(base, base + n)]
+    s = start % n
+    e = s + count
+    return [(base + s, base + e)] if e <= n else [(base + s, base + n), (base, base + e - n)]
+
+
+def _union_size(intervals: list[tuple[int, int]]) -> int:
+    """How many integers the half-open intervals cover together."""
+    total, end = 0, None
+    for lo, hi in sorted(i for i in intervals if i[1] > i[0]):
+        if end is None or lo > end:
+            total += hi - lo
+            end = hi
+        elif hi > end:
+            total += hi - end
+            end = hi
+    return total
 
 
 def _coeffs(small: np.ndarray) -> np.ndarray:
@@ -311,6 +356,31 @@ class FilecoinLayout:
     def b_wires(self) -> int:
         """Private wires B touches: input bits, rechecked bits, fields used as y."""
         return self.n_bits + self.n_recheck + min(self.n_fmul, self.n_fields)
+
+    def density(self, circuit_seed: int = 0) -> tuple[int, int]:
+        """(wires with a point in a_query, in b_g1/b_g2_query) of this circuit's key stored by
+        density, counted from the layout and the rotations (intervals; nothing built). A: wire 0
+        and the public wires (public-input rows), the input bits (bool rows), each gate layer as
+        the next layer's a operands, the rechecked bits of the last layer and the pack stream,
+        the words and fields used as leaves, the products used as z' and the chain ends (public
+        rows). B: wire 0 (pack and public rows), the input bits, the rechecked bits, the fields
+        used as y (gate b operands are input bits)."""
+        wr = _filecoin_wiring(self, circuit_seed)
+        off = self.offsets()
+        a = [(0, 1 + self.public), (off["bits"], off["bits"] + self.n_bits)]
+        prev_base, prev_n, base = off["bits"], self.n_bits, off["gates"]
+        for size, ra in zip(self.layer_sizes, wr.rot_a):
+            a += _cyclic(ra, size, prev_n, prev_base)
+            prev_base, prev_n, base = base, size, base + size
+        recheck = _cyclic(0, self.n_recheck, prev_n, prev_base)
+        a += recheck + _cyclic(wr.stream0, self.n_stream, self.n_pool, off["bits"])
+        a.append((off["words"], off["words"] + min(2 * self.n_fmul, self.n_words + self.n_fields)))
+        a.append((off["z"], off["z"] + self.n_fmul - self.n_chains))
+        ends = np.unique(self.chain_ends()[np.arange(self.public) % self.n_chains])
+        a += [(off["z"] + int(e), off["z"] + int(e) + 1) for e in ends]
+        b = [(0, 1), (off["bits"], off["bits"] + self.n_bits), *recheck,
+             (off["fields"], off["fields"] + min(self.n_fmul, self.n_fields))]
+        return _union_size(a), _union_size(b)
 
     def chain_ends(self) -> np.ndarray:
         """Index (among the fmul rows) of each chain's last product."""

@@ -6,7 +6,7 @@ import numpy as np
 
 from .types import PartitionResult
 
-STAGES = ["synthesis", "upload", "abc", "h", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
+STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
           "assemble", "gpu", "prove_total", "verify"]
 
 

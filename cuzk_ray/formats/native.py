@@ -1,10 +1,11 @@
 """Native proving-key bundle: one memory-mappable ``.npy`` per array plus ``manifest.json``.
 
 Layout of a bundle directory:
-  manifest.json      {"format": "cuzk-ray-key", "version": 1, "form": "standard", sizes, meta,
+  manifest.json      {"format": "cuzk-ray-key", "version": 2, "form": "standard", sizes, meta,
                       "arrays": {name: {"file", "dtype", "shape", "sha256"}}}
   <name>.npy         alpha_g1 beta_g1 delta_g1 beta_g2 gamma_g2 delta_g2 ic a_query b_g1_query
-                     b_g2_query l_query h_query, and the circuit's matrices A_/B_/C_
+                     b_g2_query l_query h_query, a_wires b_wires (uint32 wire indices, only in
+                     a key stored by density: groth16.keys), and the circuit's matrices A_/B_/C_
                      {indptr,entries,table} in the GPU kernel's layout (r1cs.CodedCsr: 8 bytes per
                      non-zero; version 1 bundles stored {indptr,indices,data}, 40 bytes, still read)
 Points are affine, standard form (cuzk_ray.curve); the GPU converts to Montgomery on upload.
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..groth16.keys import ProvingKey, VerifyingKey
+from ..groth16.keys import ProvingKey
 from ..r1cs import CodedCsr, ConstraintSystem, CsrMatrix
 
 FORMAT = "cuzk-ray-key"
@@ -176,6 +177,8 @@ def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwr
     another process wrote the same bundle first (and not overwrite), its copy is kept."""
     arrays = {name: getattr(pk.vk, name) for name in _VK}
     arrays.update({name: getattr(pk, name) for name in _PK})
+    # density indices only where the key has them: a bundle without them is a dense key
+    arrays.update({name: getattr(pk, name) for name in ProvingKey.DENSITIES if getattr(pk, name) is not None})
     if cs is not None:
         arrays.update(matrix_arrays(cs))
     with BundleWriter(path, overwrite) as w:
@@ -227,9 +230,8 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
     missing = [n for n in _VK + _PK if n not in arrays]
     if missing:
         raise KeyBundleError(f"{path / 'manifest.json'}: arrays missing: {', '.join(missing)}")
-    vk = VerifyingKey(**{n: arrays[n] for n in _VK})
     meta = dict(manifest.get("meta", {}), bundle_path=str(path.resolve()))  # where it is mapped from
-    pk = ProvingKey(vk=vk, meta=meta, **{n: arrays[n] for n in _PK})
+    pk = ProvingKey.from_arrays(arrays, meta)
     try:
         pk.validate()
     except ValueError as e:

@@ -6,6 +6,8 @@ ValueError) whose one-line message names the file and the field, what was expect
 
 Outputs use the project's layouts (cuzk_ray.field / cuzk_ray.curve), all in standard form:
 witnesses ``uint64[n, 4]``, G1 ``uint64[n, 2, 6]``, G2 ``uint64[n, 2, 2, 6]``, infinity all zero.
+The zkey's key is stored by density (groth16.keys): the points at infinity of sections 5 (A),
+6 (B1) and 7 (B2) are skipped and their wires left out of ``a_wires`` / ``b_wires``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from ..domain import domain_size
 from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, FrVector, limbs_below, limbs_to_ints
-from ..groth16.keys import ProvingKey, VerifyingKey
+from ..groth16.keys import WIRE_INDEX_DTYPE, ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .binfile import BinFile, FormatError, describe_prime
 from .montgomery import redc_limbs
@@ -178,7 +180,17 @@ def read_zkey(path) -> tuple[ProvingKey, ConstraintSystem]:
                                        (8, "C", n_private, G1_RAW), (9, "H", n, G1_RAW)):
             secs[what] = f.expect_length(sid, what, count * size, f"{count} points of {size} bytes")
         cs, n_constraints = _read_coefficients(f, n_vars, n_public, n)
-        pts = {what: _points(f, sec, what) for what, sec in secs.items()}
+        # A, B1, B2 by density: only the points other than infinity are converted and kept
+        a_wires = _present_wires(f, secs["A"], "A")
+        b_wires = _present_wires(f, secs["B1"], "B1")
+        b2_wires = _present_wires(f, secs["B2"], "B2")
+        if not np.array_equal(b_wires, b2_wires):
+            diff = np.setxor1d(b_wires, b2_wires)
+            f.fail("sections 6 (B1) and 7 (B2)", "the same wires at infinity (v_i(tau) = 0 in both groups)",
+                   f"wire {int(diff[0])} at infinity in {'B2' if diff[0] in b_wires else 'B1'} only "
+                   f"({len(diff)} wires differ; corrupt or not one setup)")
+        pts = {what: _points(f, sec, what, {"A": a_wires, "B1": b_wires, "B2": b_wires}.get(what))
+               for what, sec in secs.items()}
         vk = VerifyingKey(alpha_g1=hdr["alpha1"], beta_g2=hdr["beta2"], gamma_g2=hdr["gamma2"],
                           delta_g2=hdr["delta2"], ic=pts["IC"])
         meta = {"source": os.path.abspath(f.path), "format": "snarkjs-zkey", "protocol": "groth16",
@@ -186,7 +198,8 @@ def read_zkey(path) -> tuple[ProvingKey, ConstraintSystem]:
                 "n_public": n_public, "domain_size": n}
         pk = ProvingKey(vk=vk, beta_g1=hdr["beta1"], delta_g1=hdr["delta1"], a_query=pts["A"],
                         b_g1_query=pts["B1"], b_g2_query=pts["B2"], l_query=pts["C"],
-                        h_query=pts["H"], meta=meta)
+                        h_query=pts["H"], meta=meta, a_wires=_index_or_none(a_wires, n_vars),
+                        b_wires=_index_or_none(b_wires, n_vars))
         pk.validate()
         return pk, cs
 
@@ -256,16 +269,37 @@ def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[
     return ConstraintSystem(n_vars, n_public, mats[0], mats[1], None, name=f.name), m
 
 
-def _points(f: BinFile, sec, what: str) -> np.ndarray:
+def _points(f: BinFile, sec, what: str, keep: np.ndarray | None = None) -> np.ndarray:
     size = G2_RAW if what == "B2" else G1_RAW
-    return _points_at(f, sec.offset, sec.length // size, size, what)
+    return _points_at(f, sec.offset, sec.length // size, size, what, keep)
 
 
-def _points_at(f: BinFile, offset: int, count: int, size: int, what: str) -> np.ndarray:
-    """``count`` affine points (Montgomery Fp coordinates) -> standard-form G1/G2 array."""
-    coords = f.array(offset, "<u8", count * size // 8, what).reshape(-1, FP_LIMBS)
-    _check_reduced(f, coords, Q_MOD, f"{what} coordinates")
-    out = redc_limbs(coords, Q_MOD)  # zero stays zero: infinity is all zero in both forms
+def _present_wires(f: BinFile, sec, what: str, chunk: int = 1 << 20) -> np.ndarray:
+    """uint32 indices of the points of a section that are not infinity (all zero bytes: the same in
+    Montgomery and standard form), a chunk of points at a time over the mapped file."""
+    size = G2_RAW if what == "B2" else G1_RAW
+    count = sec.length // size
+    words = f.array(sec.offset, "<u8", count * size // 8, what).reshape(count, size // 8)
+    present = np.empty(count, dtype=bool)
+    for lo in range(0, count, chunk):
+        present[lo : lo + chunk] = words[lo : lo + chunk].any(axis=1)
+    return np.flatnonzero(present).astype(WIRE_INDEX_DTYPE)
+
+
+def _index_or_none(wires: np.ndarray, n_vars: int) -> np.ndarray | None:
+    """The density index, or None when every wire has a point (a dense query needs no gather)."""
+    return None if len(wires) == n_vars else wires
+
+
+def _points_at(f: BinFile, offset: int, count: int, size: int, what: str,
+               keep: np.ndarray | None = None) -> np.ndarray:
+    """``count`` affine points (Montgomery Fp coordinates) -> standard-form G1/G2 array; with
+    ``keep`` (point indices) only those points, converted and in that order."""
+    coords = f.array(offset, "<u8", count * size // 8, what).reshape(count, -1)
+    _check_reduced(f, coords.reshape(-1, FP_LIMBS), Q_MOD, f"{what} coordinates")
+    if keep is not None and len(keep) < count:
+        coords, count = coords[keep], len(keep)
+    out = redc_limbs(coords.reshape(-1, FP_LIMBS), Q_MOD)  # zero stays zero: infinity is all zero in both forms
     return out.reshape((count, 2, FP_LIMBS) if size == G1_RAW else (count, 2, 2, FP_LIMBS))
 
 

@@ -4,6 +4,10 @@ The first load parses the zkey (cuzk_ray.formats.snarkjs.read_zkey) and stores e
 ``.npy`` file plus ``manifest.json`` under ``cache_dir/<sha256>/``; later loads of a file with the
 same bytes memory-map the arrays (read-only) and skip the parse. Entries are written to a temporary
 directory and renamed into place, so a crash or a concurrent writer never leaves a half entry.
+
+Version 2: the key is stored by density (read_zkey drops the points at infinity and keeps the
+a_wires / b_wires indices). An entry of version 1 (a dense conversion) is not loaded: it is
+removed and the zkey converted again, so dense and density entries are never mixed.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
 from .snarkjs import read_zkey
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: stored by density (a_wires, b_wires); 1: dense, converted again
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
@@ -53,6 +57,7 @@ def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
 def _arrays(pk: ProvingKey, cs: ConstraintSystem) -> dict[str, np.ndarray]:
     out = {f"vk.{k}": getattr(pk.vk, k) for k in VK_FIELDS}
     out.update({f"pk.{k}": getattr(pk, k) for k in PK_FIELDS})
+    out.update({f"pk.{k}": getattr(pk, k) for k in ProvingKey.DENSITIES if getattr(pk, k) is not None})
     for m in ("A", "B"):
         out.update({f"cs.{m}.{k}": getattr(getattr(cs, m), k) for k in CSR_FIELDS})
     return out
@@ -93,7 +98,8 @@ def _load_entry(entry: str, digest: str):
                 return None
             arrs[name] = arr
         vk = VerifyingKey(**{k: arrs[f"vk.{k}"] for k in VK_FIELDS})
-        pk = ProvingKey(vk=vk, meta=dict(manifest["meta"]), **{k: arrs[f"pk.{k}"] for k in PK_FIELDS})
+        pk = ProvingKey(vk=vk, meta=dict(manifest["meta"]), **{k: arrs[f"pk.{k}"] for k in PK_FIELDS},
+                        **{k: arrs.get(f"pk.{k}") for k in ProvingKey.DENSITIES})
         c = manifest["cs"]
         mats = [CsrMatrix(*(arrs[f"cs.{m}.{k}"] for k in CSR_FIELDS), n_cols=c["n_cols"][m]) for m in ("A", "B")]
         cs = ConstraintSystem(c["n_wires"], c["n_public"], mats[0], mats[1], None, name=c["name"])

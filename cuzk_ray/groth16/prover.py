@@ -5,7 +5,8 @@
   prove_from_h(pk, h, witness, r, s, ...)        from h + witness (MSMs and assembly only)
 
 Notation: w = witness (w_0 = 1, w_1..w_p public), r and s the blinding scalars.
-  pi_a = alpha1 + sum w_i A_i + r delta1
+  pi_a = alpha1 + sum w_i A_i + r delta1          (sums over the wires of a_wires / b_wires for a
+                                                   key stored by density: the others' points are 0)
   pi_b = beta2  + sum w_i B2_i + s delta2         (B1 = beta1 + sum w_i B1_i + s delta1)
   pi_c = sum_{i>p} w_i L_i + sum h_j H_j + s pi_a + r B1 - r s delta1
 
@@ -86,17 +87,27 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
                 return fn(*args)
         return backend.submit(run)
 
+    # A key stored by density has a point per wire of a_wires (a_query) and of b_wires (b_g1 and
+    # b_g2): their witness values are gathered once (both B MSMs read the same gathered scalars);
+    # on a dense query gather gives w back.
+    if pk.dense:
+        w_a = w_b = w
+    else:
+        with times.stage("gather"):
+            w_a, w_b = backend.gather(key, "a_wires", w), backend.gather(key, "b_wires", w)
     # The G2 MSM is the longest (~3x a G1 MSM): start it first. On a backend with split_g2 (the
     # CPU) in two halves, so that two threads share it instead of one finishing it alone after the
-    # G1 MSMs; a GPU backend runs it whole.
-    split = backend.split_g2 and len(w) >= G2_SPLIT_MIN
-    half = len(w) // 2 if split else len(w)
-    jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w[:half], 0)}
-    if half < len(w):
-        jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w[half:], half)
+    # G1 MSMs; a GPU backend runs it whole. The halves cut the gathered scalars, and start says
+    # where each half's bases begin in the (density-stored) b_g2_query.
+    nb = len(w_b)
+    split = backend.split_g2 and nb >= G2_SPLIT_MIN
+    half = nb // 2 if split else nb
+    jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w_b[:half], 0)}
+    if half < nb:
+        jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w_b[half:], half)
     jobs.update({
-        "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w),
-        "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w),
+        "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w_a),
+        "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w_b),
         "msm_l": timed("msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
         "msm_h": timed("msm_h", backend.msm_g1, key, "h_query", h),
     })
