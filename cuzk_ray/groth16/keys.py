@@ -189,7 +189,8 @@ def _check_wire_index(name: str, idx, n_wires: int) -> None:
     if len(idx) > n_wires:
         raise ValueError(f"proving key: {name} has {len(idx)} wires, the key has {n_wires}")
     if len(idx) and int(idx[-1]) >= n_wires:
-        raise ValueError(f"proving key: {name} holds wire {int(idx[-1])}, the key has {n_wires} wires (0..{n_wires - 1})")
+        raise ValueError(f"proving key: {name} holds wire {int(idx[-1])}, the key has {n_wires} wires "
+                         f"(0..{n_wires - 1})")
     if len(idx) > 1:
         bad = np.flatnonzero(idx[1:] <= idx[:-1])
         if len(bad):
