@@ -136,7 +136,8 @@ def test_dev_setup_fixed_base_on_the_gpu_path(monkeypatch):
     monkeypatch.setattr(cuda_fixed_base, "fixed_base_mul_gpu", fake)
     cs = build_circuit(64, 1)
     k_gpu, k_cpu = dev_setup(cs, 3, fixed_base="cuda"), dev_setup(cs, 3)
-    assert calls == ["g1", "g2"]
+    # one call per query (a, b_g1, b_g2, l, h, ic) and one per group for the single points
+    assert calls == ["g1", "g1", "g2", "g1", "g1", "g1", "g1", "g2"]
     for q in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
         assert np.array_equal(getattr(k_gpu, q), getattr(k_cpu, q)), q
     with pytest.raises(ValueError, match="not 'cpu' or 'cuda'"):

@@ -66,10 +66,19 @@ MAIN_DIGESTS = {
 
 @pytest.mark.parametrize("constraints,public", list(MAIN_DIGESTS))
 def test_dev_setup_key_bytes_unchanged(constraints, public):
-    pk = setup.dev_setup(build_circuit(constraints, public), seed=constraints + 7)
-    assert _key_digest(pk) == MAIN_DIGESTS[(constraints, public)]
+    """The dense key is main's, bit for bit; the key by density (the default) is that key with
+    its points at infinity dropped, and is not the dense one."""
+    cs = build_circuit(constraints, public)
+    pk = setup.dev_setup(cs, seed=constraints + 7, density=False)
+    assert pk.dense and _key_digest(pk) == MAIN_DIGESTS[(constraints, public)]
+    by_density = setup.dev_setup(cs, seed=constraints + 7)
+    want = pk.by_density()
+    for name in pk.QUERIES + pk.DENSITIES:
+        a, b = getattr(by_density, name), getattr(want, name)
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    assert not by_density.dense and _key_digest(by_density) != MAIN_DIGESTS[(constraints, public)]
     if constraints == 64:  # negative: another seed, another key
-        assert _key_digest(setup.dev_setup(build_circuit(64, 1), seed=1)) != MAIN_DIGESTS[(64, 1)]
+        assert _key_digest(setup.dev_setup(build_circuit(64, 1), seed=1, density=False)) != MAIN_DIGESTS[(64, 1)]
 
 
 def test_setup_scalars_cpu_formulas():
@@ -90,14 +99,13 @@ def test_setup_scalars_cpu_formulas():
     want0 = sum(int(coeffs[e]) * int(lag[j]) for j in range(cs.n_constraints)
                 for e in range(cs.A.indptr[j], cs.A.indptr[j + 1]) if cs.A.indices[e] == 0) + lag[cs.n_constraints]
     assert int(u[0]) == want0 % R_MOD and int(u[1]) != want0 % R_MOD
-    assert setup.scalars_function("cpu") is setup.setup_scalars_cpu
 
 
 @pytest.mark.skipif(cuda_available(), reason="checks the message shown without a GPU")
 def test_dev_setup_cuda_without_gpu_says_so():
     with pytest.raises(RuntimeError, match="CuPy|GPU"):
         setup.dev_setup(build_circuit(64, 1), seed=1, backend="cuda")
-    assert setup.scalars_function("auto") is setup.setup_scalars_cpu
+    assert setup.dev_setup(build_circuit(64, 1), seed=1, backend="auto").meta["seed"] == 1  # auto: the CPU here
 
 
 def test_fr_to_limbs_round_trip_for_setup_constants():

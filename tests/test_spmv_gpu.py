@@ -230,5 +230,5 @@ def test_setup_scalars_reject_tau_on_domain():
 def test_dev_setup_cuda_same_key_bytes():
     from test_h_from_witness_cpu import MAIN_DIGESTS, _key_digest
 
-    pk = setup.dev_setup(build_circuit(256, 4), seed=256 + 7, backend="cuda")
+    pk = setup.dev_setup(build_circuit(256, 4), seed=256 + 7, backend="cuda", density=False)
     assert _key_digest(pk) == MAIN_DIGESTS[(256, 4)]
