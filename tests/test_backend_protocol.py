@@ -12,7 +12,7 @@ from cuzk_ray.backends.cpu import CpuBackend
 from cuzk_ray.field import FrVector, fr_to_limbs
 
 METHODS = ("warm_up", "load_key", "load_cs", "stage", "account", "compute_h", "compute_h_from_witness",
-           "msm_g1", "msm_g2", "submit")
+           "gather", "msm_g1", "msm_g2", "submit")
 
 
 def test_cpu_backend_is_a_backend_and_its_device_methods_are_no_ops():

@@ -47,6 +47,7 @@ def test_prove_records_abc_and_h_on_cpu_and_checks_sizes():
 
 
 def _key_digest(pk) -> str:
+    pk = pk.to_dense()  # the digests are of dense keys: a key stored by density spread back out
     h = hashlib.sha256()
     for name in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query", "beta_g1", "delta_g1"):
         h.update(getattr(pk, name).tobytes())

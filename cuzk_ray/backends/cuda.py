@@ -108,8 +108,12 @@ class GpuKey:
             log.info("h_query: no table of window multiples (%d bases; %.1f GiB needed, %.1f GiB free after the "
                      "queries, precompute_h=%s)", n_h, table / 2**30, (free - need) / 2**30, precompute_h)
         # The density index arrays (uint32, 4 bytes per wire: ~0.13 GB for b_wires at 2^27) stay
-        # in VRAM with the bases, so a partition's gather is a device operation only.
-        self.wires = {d: cp.asarray(np.ascontiguousarray(x)) for d, x in index.items()}
+        # in VRAM with the bases, so a partition's gather is a device operation only. cupy's take
+        # along axis 0 computes index * 4 (limbs per row) in the index's type: uint32 is exact
+        # below 2^30 wires; above, the index goes up as int64.
+        wide = pk.n_wires > 1 << 30
+        self.wires = {d: cp.asarray(np.ascontiguousarray(x, dtype=np.int64 if wide else x.dtype))
+                      for d, x in index.items()}
         self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):

@@ -136,8 +136,9 @@ class ProvingKey:
             bad = int(np.flatnonzero(b1 != b2)[0])
             wire = bad if self.b_wires is None else int(self.b_wires[bad])
             raise ValueError(f"proving key: b_g1_query and b_g2_query disagree on which wires are at infinity "
-                             f"(wire {wire}: {'b_g2' if b1[bad] else 'b_g1'} only; {int((b1 != b2).sum())} wires "
-                             "differ); a key stored by density needs one b_wires for both")
+                             f"(wire {wire} at infinity in {'b_g2_query' if b1[bad] else 'b_g1_query'} only; "
+                             f"{int((b1 != b2).sum())} wires differ); a key stored by density needs one "
+                             "b_wires for both")
         a_wires, a_q = _keep(self.a_wires, self.a_query, a_keep)
         b_wires, b1_q = _keep(self.b_wires, self.b_g1_query, b1)
         _, b2_q = _keep(self.b_wires, self.b_g2_query, b1)
