@@ -3,11 +3,14 @@ native bundles under ``<cache_dir>/keys/<circuit id>-setup<seed>/``."""
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import time
 from pathlib import Path
 
 from .backends import resolve_backend_name
+from .formats.native import VERSION as BUNDLE_VERSION
 from .formats.native import load_bundle
 from .groth16.setup import dev_setup_bundle
 
@@ -20,8 +23,13 @@ def dev_key_path(circuit, cache_dir, setup_seed: int = 0) -> Path:
 
 
 def dev_key_cached(circuit, cache_dir, setup_seed: int = 0) -> bool:
-    """True when the bundle is on disk (its manifest is written last)."""
-    return (dev_key_path(circuit, cache_dir, setup_seed) / "manifest.json").is_file()
+    """True when the bundle is on disk (its manifest is written last) in the current layout: a
+    bundle of an older version (dense key, CSR matrices: ~75 % larger at 2^27) is made again."""
+    mf = dev_key_path(circuit, cache_dir, setup_seed) / "manifest.json"
+    try:
+        return json.loads(mf.read_text()).get("version") == BUNDLE_VERSION
+    except (OSError, ValueError):
+        return False
 
 
 def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
@@ -34,6 +42,9 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str =
         pk, cs = load_bundle(path)
         if cs is not None:
             return pk, cs, path, False
+    if path.exists():  # an older layout or no matrices: made again (deterministic), its disk freed first
+        log.warning("dev key %s is of an older layout; making it again", path)
+        shutil.rmtree(path)
     t0 = time.perf_counter()
     cs = circuit.build()
     built = time.perf_counter() - t0

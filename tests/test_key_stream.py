@@ -133,3 +133,21 @@ def test_version_1_bundles_still_load(tmp_path):
     with pytest.raises(KeyBundleError, match="version 3"):
         load_bundle(path)
     shutil.rmtree(path)
+
+
+def test_an_older_dev_key_is_made_again(tmp_path):
+    """A cached dev key of bundle version 1 (dense, CSR) is not taken as cached: the keystore
+    makes it again in the current layout (and the cached one is used as it is)."""
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.keystore import dev_key_cached, dev_key_path, ensure_dev_key
+
+    c = PorepCircuit(constraints=1 << 10, public=5, shape="filecoin")
+    pk, cs, path, created = ensure_dev_key(c, tmp_path, 0, "cpu")
+    assert created and dev_key_cached(c, tmp_path) and path == dev_key_path(c, tmp_path)
+    assert ensure_dev_key(c, tmp_path, 0, "cpu")[3] is False  # cached: not made again
+    m = json.loads((path / "manifest.json").read_text())
+    m["version"] = 1
+    (path / "manifest.json").write_text(json.dumps(m))
+    assert not dev_key_cached(c, tmp_path)
+    pk2, _, _, created = ensure_dev_key(c, tmp_path, 0, "cpu")
+    assert created and dev_key_cached(c, tmp_path) and np.array_equal(pk2.h_query, pk.h_query)
