@@ -133,7 +133,9 @@ class SnarkjsCircuit:
         pk, cs = load_zkey_cached(self.zkey, os.path.join(os.path.expanduser(cache_dir), "zkeys"))
         if self.r1cs:
             check_zkey_against_r1cs(cs, read_r1cs(self.r1cs), self.zkey)
-        batch = max(compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness)  # read once here anyway
+        # every file is read here anyway: its compact size is the partition's batch (the largest counts)
+        batch = max((compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness),
+                    default=compact_bytes(pk.n_wires, pk.n_wires))
         self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""), batch_bytes=batch)
         note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"
         return pk, cs, {"key": self.zkey, "note": f"{note}, {len(self.witness)} witness file(s) checked"}

@@ -613,7 +613,8 @@ class FilecoinParts:
     """A filecoin-shape witness before expansion: ``bits`` uint8[n_pool] (0/1: the input and gate
     bits, wires ``offsets()['bits']`` on), ``tail`` standard-form uint64[n_words + n_fields + n_fmul, 4]
     (words, fields, products: every wire from ``offsets()['words']`` on) and ``public``
-    uint64[public, 4]. np.packbits(bits) plus tail is a compact partition (~0.15 GiB at 2^27)."""
+    uint64[public, 4]. ``compact_filecoin`` packs them into a CompactWitness (~0.16 GiB at 2^27)
+    without the full array (4 GiB there)."""
 
     bits: np.ndarray
     tail: np.ndarray
