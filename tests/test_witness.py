@@ -143,3 +143,36 @@ def test_full_form_batches_still_work():
     assert isinstance(back.witness, FrVector) and np.array_equal(back.witness.limbs, w)
     old = batch.replace_schema_metadata({k: v for k, v in batch.schema.metadata.items() if k != b"witness_form"})
     assert np.array_equal(from_record_batch(old).witness.limbs, w)  # a batch from before the compact form
+
+
+def emulate_device_expansion(c: CompactWitness, word_dtype: str = "<u4") -> np.ndarray:
+    """What kernels/witness.cu computes, in numpy: wire i is bit i & 31 of word i >> 5 of the
+    zero-padded bitmaps read as 32-bit words; a full wire's value is values[rank] with rank =
+    incl[w] - popc(word) + popc(word & the bits below i)."""
+    from cuzk_ray.cuda.witness import bitmap_words, padded_bitmap
+
+    n = c.n_wires
+    full = padded_bitmap(c.full, n).view(word_dtype).astype(np.uint32)
+    bits = padded_bitmap(c.bits, n).view(word_dtype).astype(np.uint32)
+    assert len(full) == bitmap_words(n)
+    i = np.arange(n)
+    w, b = i >> 5, (i & 31).astype(np.uint32)
+    fw = full[w]
+    is_full = ((fw >> b) & 1).astype(bool)
+    incl = np.cumsum(np.bitwise_count(full), dtype=np.uint64)
+    rank = incl[w] - np.bitwise_count(fw) + np.bitwise_count(fw & ((np.uint32(1) << b) - np.uint32(1)))
+    out = np.zeros((n, 4), dtype=np.uint64)
+    out[:, 0] = (bits[w] >> b) & 1
+    out[is_full] = c.values[rank[is_full].astype(np.int64)]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 31, 32, 33, (1 << 10) + 3])
+def test_the_device_kernels_word_layout_and_ranks_expand_exactly(rng, n):
+    """The CPU twin of the GPU test: the layout and rank formula the kernel relies on (little-endian
+    words of np.packbits(bitorder="little")) give the host expansion; big-endian words do not."""
+    w = random_witness(np.random.default_rng(rng.seed_value), n, 0.3)
+    c = compact(w)
+    assert np.array_equal(emulate_device_expansion(c), w)
+    big = random_witness(np.random.default_rng(rng.seed_value), 1000, 0.3)
+    assert not np.array_equal(emulate_device_expansion(compact(big), ">u4"), big)
