@@ -26,6 +26,9 @@ from .witness import CompactWitness, Witness
 
 @dataclass
 class Partition:
+    """One partition of one proof: who it is (proof id, index, circuit id), its witness in either
+    form, and what synthesis reported (``extra``: strings in the batch's metadata)."""
+
     proof_id: str
     partition: int
     circuit_id: str
