@@ -82,10 +82,12 @@ class CompactWitness:
 
     @property
     def n_full(self) -> int:
+        """Wires holding a full field element (rows of ``values``)."""
         return int(self.values.shape[0])
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the three arrays (what the partition's Arrow batch carries, less ~100 B)."""
         return int(self.full.nbytes + self.bits.nbytes + self.values.nbytes)
 
     def expand(self) -> FrVector:
