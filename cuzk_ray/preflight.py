@@ -130,6 +130,8 @@ class RunPlan:
     gpu_concurrency: int = 2  # partitions one GPU actor works on at once
     gpu_workers: int = 1  # GPU actors per device, each with its own copy of the key in VRAM
     key_in_object_store: bool = True  # False: the actors map the key's bundle (one node, built-in keys)
+    partition_batch_bytes: int | None = None  # one partition's Arrow batch (circuit.partition_batch_bytes);
+    # None: the full witness (KeyShape.witness_bytes), an upper bound
 
 
 class PreflightError(ValueError):
@@ -160,8 +162,9 @@ def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     parts = (("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
                                       plan.pw * plan.partition_host_bytes), ("driver", DRIVER_BYTES))
     out.append(Need("host memory", parts, have.host_available))
-    if plan.engine == "ray":  # each partition's Arrow batch (its witness limbs), and the key unless mapped
-        batches = (f"{plan.pw} partition batches x {gib(shape.witness_bytes)}", plan.pw * shape.witness_bytes)
+    if plan.engine == "ray":  # each partition's Arrow batch (its compact witness), and the key unless mapped
+        batch = shape.witness_bytes if plan.partition_batch_bytes is None else plan.partition_batch_bytes
+        batches = (f"{plan.pw} partition batches x {gib(batch)}", plan.pw * batch)
         key = ("key", key_copy if plan.key_in_object_store else 0)
         out.append(Need("object store", (key, batches, ("margin", OBJECT_STORE_MARGIN)),
                         have.object_store))  # = engines.admission.object_store_need
@@ -237,7 +240,8 @@ def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[Ke
     plan = RunPlan(pw=pw, partition_host_bytes=part_bytes,
                    backend=settings.backend, engine=settings.engine,
                    key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency,
-                   gpu_workers=settings.gpu_workers_per_device, key_in_object_store=not embedded)
+                   gpu_workers=settings.gpu_workers_per_device, key_in_object_store=not embedded,
+                   partition_batch_bytes=circuit.partition_batch_bytes())
     store = None  # a cluster's object store is not known before connecting: not checked
     if embedded:  # sized for the key (engines.admission.object_store_bytes): it must fit in /dev/shm
         configured = parse_bytes(settings.ray.get("object_store_memory"), "ray.object_store_memory")

@@ -112,12 +112,15 @@ def test_unsatisfied_witness_fails_its_proof_without_retries(ray_local, key):
     pk, cs = key
     engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2)
 
-    def bad_synth(spec):
+    def bad_synth(spec):  # a compact witness with one value changed (the local twin below: the full form)
         from cuzk_ray.circuits import synthesize
+        from cuzk_ray.witness import CompactWitness
 
-        w = synthesize(spec).limbs.copy()
+        w = synthesize(spec)
         if spec["proof"] == 0 and spec["partition"] == 1:
-            w[-1, 0] ^= 3  # breaks one constraint
+            values = w.values.copy()
+            values[-1, 0] ^= 3  # the last packed word: breaks one constraint
+            w = CompactWitness(w.n_wires, w.full, w.bits, values)
         return w
 
     batch = engine.run(2, seed=5, synth_fn=bad_synth)
@@ -156,7 +159,7 @@ def test_local_engine_same_semantics_without_ray(key):
     def bad_synth(spec):
         from cuzk_ray.circuits import synthesize
 
-        w = synthesize(spec).limbs.copy()
+        w = synthesize(spec).expand().limbs.copy()  # the full form (raw limbs) still travels
         if spec["proof"] == 1 and spec["partition"] == 0:
             w[-1, 0] ^= 3
         return w

@@ -19,7 +19,7 @@ SOURCES = sorted(KERNELS.rglob("*.cu"))
 
 def test_there_are_kernels():
     assert {p.name for p in SOURCES} >= {"ff_test.cu", "ntt.cu", "msm.cu", "msm_g2.cu", "fixed_base.cu", "spmv.cu",
-                                         "setup.cu"}
+                                         "setup.cu", "witness.cu"}
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: str(p.relative_to(KERNELS)))

@@ -11,6 +11,7 @@ from cuzk_ray.formats.native import KeyBundleError, load_bundle, save_bundle
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.partition import Partition, from_record_batch, to_record_batch
 from cuzk_ray.ref.qap import domain_size
+from cuzk_ray.witness import CompactWitness
 
 
 @pytest.mark.parametrize("constraints,public,share", [(64, 1, 0.0), (1024, 4, 0.05), (4096, 9, 0.3)])
@@ -59,8 +60,8 @@ def test_porep_config_errors():
 def test_circuit_spec_round_trip():
     c = PorepCircuit(constraints=256, partitions=2)
     v = synth_spec(c.synth_spec(seed=1, proof=0, partition=1))
-    assert isinstance(v, FrVector)  # synthesis hands the engine a checked field vector
-    w = v.limbs
+    assert isinstance(v, CompactWitness)  # synthesis hands the engine a compact, checked witness
+    w = v.expand().limbs
     c.build().check(w)
     assert c.witness_bytes() == w.nbytes
     assert public_inputs(w, 4) == [int(x) for x in public_inputs(w, 4)]

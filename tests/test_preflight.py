@@ -104,3 +104,17 @@ def test_object_store_is_sized_for_the_key():
     assert ray_default_object_store() > (1 << 20) + OBJECT_STORE_MARGIN
     with pytest.raises(ValueError, match="ray.object_store_memory="):
         object_store_bytes(1, 1, 1, configured="lots")
+
+
+def test_object_store_counts_compact_partition_batches():
+    """The object store holds pw compact batches (RunPlan.partition_batch_bytes, from the circuit);
+    without it, pw full witnesses (the upper bound)."""
+    from cuzk_ray.circuits import PorepCircuit
+
+    c = PorepCircuit(constraints=1 << 27, public=327, shape="filecoin")
+    compact = next(n for n in needs(POREP, plan(partition_batch_bytes=c.partition_batch_bytes()), BIG)
+                   if n.resource == "object store")
+    full = next(n for n in needs(POREP, plan(), BIG) if n.resource == "object store")
+    assert dict(compact.parts)["12 partition batches x 0.2 GiB"] == 12 * c.partition_batch_bytes()
+    assert dict(full.parts)["12 partition batches x 3.9 GiB"] == 12 * POREP.witness_bytes
+    assert full.need - compact.need == 12 * (POREP.witness_bytes - c.partition_batch_bytes())

@@ -15,6 +15,7 @@ from ..field import FrVector
 from ..groth16.keys import ProvingKey
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
+from ..witness import Witness
 
 
 @dataclass
@@ -39,8 +40,10 @@ class Backend(Protocol):
     def load_cs(self, cs: ConstraintSystem) -> Any:
         """The constraint matrices resident (VRAM on the cuda backend)."""
 
-    def stage(self, witness: FrVector) -> FrVector:
-        """The witness where the kernels read it (cuda: uploaded; cpu: as it is)."""
+    def stage(self, witness: Witness) -> FrVector:
+        """The witness as an FrVector where the kernels read it, from either form: a CompactWitness
+        (what synthesis makes; cpu: expanded on the host; cuda: its bitmaps and values uploaded and
+        expanded on the device) or an FrVector (cpu: as it is; cuda: uploaded)."""
 
     def account(self) -> AbstractContextManager[DeviceTime | None]:
         """A context whose kernels are counted in the DeviceTime it yields (None without a device)."""

@@ -8,7 +8,8 @@ The Backend protocol (backends/base.py, shared with the cuda backend):
       cuda backend does both on the device from resident matrices)
   gather(resident, wires, scalars) -> the scalars of the key's a_wires / b_wires (numpy take)
   msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
-  stage, account, vram_peak, warm_up: no-ops here (nothing to upload, no device)
+  stage(w) -> w expanded on the host when it is a CompactWitness, else as it is
+  account, vram_peak, warm_up: no-ops here (nothing to upload, no device)
 Scalars and field vectors may be FrVectors, int vectors or standard-form limbs (reduced mod r
 where the arithmetic needs it, as before: the CPU paths do not range-check).
 """
@@ -27,6 +28,7 @@ from ..groth16.keys import ProvingKey
 from ..ref import qap
 from ..ref.msm import msm_g1, msm_g2
 from ..timing import StageTimes
+from ..witness import expand_on_host
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,9 @@ class CpuBackend:
         self.fast_h_min_size = 0
 
     def stage(self, witness):
-        """The witness as it is: the CPU reads it where it lies."""
-        return witness
+        """The witness where the CPU reads it: a CompactWitness expanded on the host (a new
+        ``uint64[n, 4]``), anything else as it is."""
+        return expand_on_host(witness)
 
     def account(self):
         """No device: yields None."""

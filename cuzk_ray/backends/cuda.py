@@ -14,7 +14,8 @@ returns an FrVector on the device, so a partition staged first is range-checked 
                  the VRAM left after the queries); only single points (alpha, beta, delta)
                  become arkworks objects
   load_cs(cs)    constraint matrices uploaded once and kept (cuda.spmv.DeviceConstraintSystem)
-  stage(w)       the witness on the device (pinned upload on this thread's stream) as an FrVector
+  stage(w)       the witness on the device (pinned upload on this thread's stream) as an FrVector;
+                 a CompactWitness goes up compact and is expanded there (cuda.witness)
   compute_h_from_witness(cs, w)
                  witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
                  returned as an FrVector on the device and fed to the H MSM without a host round trip
@@ -45,11 +46,13 @@ import numpy as np
 from ..cuda import msm as cuda_msm
 from ..cuda import ntt as cuda_ntt
 from ..cuda import spmv as cuda_spmv
+from ..cuda import witness as cuda_witness
 from ..cuda.device import check_fr
 from ..curve import g1_points, g2_points
 from ..field import FR_LIMBS, FrVector, as_fr_limbs, checked_fr
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
+from ..witness import CompactWitness
 from .base import DeviceTime
 from .cpu import ResidentKey
 
@@ -229,31 +232,61 @@ class CudaBackend:
 
     def stage(self, witness) -> FrVector:
         """The witness on the device as an FrVector, ahead of the kernels that use it: copied into
-        a pinned host buffer (CuPy's pinned pool, reused across partitions), uploaded on this
+        pinned host buffers (CuPy's pinned pool, reused across partitions), uploaded on this
         thread's own non-blocking stream and waited for here, outside the GPU lock, so the upload
         of one partition overlaps the kernels of another (the actor runs partitions on two
-        threads). An FrVector on the device is returned as it is; raw limbs (numpy or cupy) are
-        range-checked once, on the device, after the upload; an FrVector is not checked again."""
+        threads). A CompactWitness uploads its bitmaps and values only (~0.16 GiB at 2^27
+        instead of 4 GiB) and is expanded on the device (cuda.witness, ~1 ms at 2^27, under the
+        GPU lock and counted as this partition's GPU time). An FrVector on the device is
+        returned as it is; raw limbs (numpy or cupy) are range-checked once, on the device, after
+        the upload; an FrVector or a CompactWitness is not checked again."""
         cp = self.cp
+        if isinstance(witness, CompactWitness):
+            return self._stage_compact(witness)
         witness = self._scalar_limbs(witness, "witness")
         if isinstance(witness, FrVector) and witness.on_device:
             return witness
         if isinstance(witness, cp.ndarray):
             return check_fr(witness, "witness")
         w = np.ascontiguousarray(as_fr_limbs(witness))
-        mem = cp.cuda.alloc_pinned_memory(w.nbytes)
-        host = np.frombuffer(mem, dtype=w.dtype, count=w.size).reshape(w.shape)
-        np.copyto(host, w)
+        (dev,) = self._upload([(w, w.nbytes)])
+        dev = dev.view(cp.uint64).reshape(w.shape)
+        return FrVector(dev) if isinstance(witness, FrVector) else check_fr(dev, "witness")
+
+    def _stage_compact(self, w: CompactWitness) -> FrVector:
+        cp = self.cp
+        nw = cuda_witness.bitmap_words(w.n_wires)  # bitmaps go up zero-padded to whole 32-bit words
+        full, bits, values = self._upload([(w.full, 4 * nw), (w.bits, 4 * nw), (w.values, w.values.nbytes)])
+        values = (values.view(cp.uint64).reshape(w.n_full, FR_LIMBS) if w.n_full
+                  else cp.empty((0, FR_LIMBS), dtype=cp.uint64))  # all bits: nothing went up
+        dev = self._timed_gpu(cuda_witness.expand, w.n_wires, full.view(cp.uint32), bits.view(cp.uint32), values)
+        return FrVector(dev)
+
+    def _upload(self, parts) -> list:
+        """Device uint8 copies of host arrays, ``parts`` = [(array, nbytes >= array.nbytes)]: each
+        copied into a pinned buffer of nbytes (zero-padded), uploaded on this thread's copy stream;
+        this thread waits for the copies, the device goes on with other partitions' kernels."""
+        cp = self.cp
         stream = self._copy_streams.get(threading.get_ident())
         if stream is None:
             stream = self._copy_streams[threading.get_ident()] = cp.cuda.Stream(non_blocking=True)
+        pinned, out = [], []
         with stream:
-            dev = cp.empty(w.shape, dtype=w.dtype)
-            dev.set(host, stream=stream)
+            for a, nbytes in parts:
+                dev = cp.empty(nbytes, dtype=cp.uint8)
+                if nbytes:
+                    mem = cp.cuda.alloc_pinned_memory(nbytes)
+                    host = np.frombuffer(mem, dtype=np.uint8, count=nbytes)
+                    src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+                    host[: src.size] = src
+                    host[src.size :] = 0
+                    dev.set(host, stream=stream)
+                    pinned.append(mem)
+                out.append(dev)
             done = stream.record()
-        done.synchronize()  # this thread waits; the device goes on with other partitions' kernels
-        # mem (and host, its view) go back to the pinned pool on return, after the copy completed
-        return FrVector(dev) if isinstance(witness, FrVector) else check_fr(dev, "witness")
+        done.synchronize()
+        # the pinned blocks go back to the pinned pool on return, after the copies completed
+        return out
 
     def compute_h(self, a, b, c) -> np.ndarray:
         """h (numpy ``uint64[n, 4]``, standard form) from a, b, c (FrVectors, or limbs / ints,

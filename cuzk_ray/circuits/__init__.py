@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..field import FrVector, checked_fr
+from ..witness import CompactWitness, compact, compact_bytes
 from . import porep
 
 
@@ -79,7 +80,14 @@ class PorepCircuit:
         return self.constraints
 
     def witness_bytes(self) -> int:
+        """Bytes of the full witness (standard-form limbs)."""
         return self.layout().n_wires * 32
+
+    def partition_batch_bytes(self) -> int:
+        """Bytes of one partition's compact witness (its Arrow batch), from the layout: every wire
+        that can hold a full field element counted as one (an upper bound: a few may be 0 or 1)."""
+        lay = self.layout()
+        return compact_bytes(lay.n_wires, lay.n_field_wires)
 
     def proof_label(self, proof: int) -> str:
         """How errors name the proof-th proof."""
@@ -125,9 +133,10 @@ class SnarkjsCircuit:
         pk, cs = load_zkey_cached(self.zkey, os.path.join(os.path.expanduser(cache_dir), "zkeys"))
         if self.r1cs:
             check_zkey_against_r1cs(cs, read_r1cs(self.r1cs), self.zkey)
-        for w in self.witness:
-            read_wtns(w, pk.n_wires)
-        self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""))
+        # every file is read here anyway: its compact size is the partition's batch (the largest counts)
+        batch = max((compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness),
+                    default=compact_bytes(pk.n_wires, pk.n_wires))
+        self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""), batch_bytes=batch)
         note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"
         return pk, cs, {"key": self.zkey, "note": f"{note}, {len(self.witness)} witness file(s) checked"}
 
@@ -149,7 +158,15 @@ class SnarkjsCircuit:
         return self.meta["domain"]
 
     def witness_bytes(self) -> int:
+        """Bytes of the full witness (standard-form limbs); needs load_key first."""
         return self.meta["n_wires"] * 32
+
+    def partition_batch_bytes(self) -> int:
+        """Bytes of the largest witness file's compact form, measured when load_key read them;
+        before any file is read, the upper bound of a witness of full field elements only
+        (``compact_bytes(n_wires, n_wires)``: the full size plus two bitmaps)."""
+        n = self.meta["n_wires"]
+        return self.meta.get("batch_bytes", compact_bytes(n, n))
 
     def proof_label(self, proof: int) -> str:
         return f"witness {self.witness[proof]}"
@@ -158,19 +175,23 @@ class SnarkjsCircuit:
         return {"witness": self.witness[proof]}
 
 
-def synthesize(spec: dict) -> FrVector:
-    """The witness for a synthesis spec made by a circuit's ``synth_spec`` (a plain dict: what Ray
-    tasks receive). Checked here, once: porep values are reduced by construction, a .wtns file is
-    range-checked by its reader."""
+def synthesize(spec: dict) -> CompactWitness:
+    """The compact witness for a synthesis spec made by a circuit's ``synth_spec`` (a plain dict:
+    what Ray tasks receive). Checked here, once: porep values are reduced by construction, a .wtns
+    file is range-checked by its reader. The filecoin shape is compacted from its parts (its full
+    witness is never made); the default shape and .wtns files are compacted from the full vector."""
     if spec["kind"] == "porep":
-        limbs = porep.synthesize(spec["constraints"], spec["public"], spec["field_share"],
-                                 spec["circuit_seed"], spec["seed"], spec["proof"], spec["partition"],
-                                 shape=spec.get("shape", "default"))
-        return FrVector(limbs)  # reduced by construction: no range check
+        shape = spec.get("shape", "default")
+        c, p, seeds = spec["constraints"], spec["public"], (spec["seed"], spec["proof"], spec["partition"])
+        if shape == "filecoin":
+            lay = porep.make_layout(c, p, spec["field_share"], shape)
+            return porep.compact_filecoin(lay, porep.synthesize_filecoin_parts(c, p, spec["circuit_seed"], *seeds))
+        limbs = porep.synthesize(c, p, spec["field_share"], spec["circuit_seed"], *seeds, shape=shape)
+        return compact(FrVector(limbs))  # reduced by construction: no range check
     if spec["kind"] == "wtns":
         from ..formats.snarkjs import read_wtns
 
-        return checked_fr(read_wtns(spec["path"], spec["n_wires"]), spec["path"])  # passes an FrVector through
+        return compact(checked_fr(read_wtns(spec["path"], spec["n_wires"]), spec["path"]))  # an FrVector passes
     raise ValueError(f"unknown circuit kind {spec['kind']!r}")
 
 

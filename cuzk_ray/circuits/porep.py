@@ -23,6 +23,7 @@ import numpy as np
 
 from ..field import FR_LIMBS, R_MOD, fr_to_limbs, limbs_to_ints
 from ..r1cs import CODE_MINUS_ONE, CODE_ONE, CodedCsr, ConstraintSystem, CsrMatrix
+from ..witness import CompactWitness, pack_bits, small_mask
 
 PACK_BITS = 32
 _MINUS_ONE = fr_to_limbs([R_MOD - 1])[0]
@@ -60,6 +61,12 @@ class PorepLayout:
     @property
     def n_wires(self) -> int:
         return 1 + self.public + self.n_bits + self.n_xor + self.n_field_in + self.n_mul + self.n_pack
+
+    @property
+    def n_field_wires(self) -> int:
+        """Wires that hold full field elements (public inputs, field inputs, products, packed words;
+        one may be 0 or 1 by chance): the values of a compact witness, at most."""
+        return self.public + self.n_field_in + self.n_mul + self.n_pack
 
     def nnz(self) -> tuple[int, int, int]:
         """Non-zeros of A, B, C (what build_circuit makes, without building it)."""
@@ -332,6 +339,12 @@ class FilecoinLayout:
         return 1 + self.public + self.n_private
 
     @property
+    def n_field_wires(self) -> int:
+        """Wires that hold full field elements (public inputs, words, fields, products; one may be
+        0 or 1 by chance): the values of a compact witness, at most."""
+        return self.public + self.n_words + self.n_fields + self.n_fmul
+
+    @property
     def n_pool(self) -> int:
         """Bit wires (input bits and gate outputs), contiguous from ``offsets()['bits']``."""
         return self.n_bits + self.n_gates
@@ -600,7 +613,8 @@ class FilecoinParts:
     """A filecoin-shape witness before expansion: ``bits`` uint8[n_pool] (0/1: the input and gate
     bits, wires ``offsets()['bits']`` on), ``tail`` standard-form uint64[n_words + n_fields + n_fmul, 4]
     (words, fields, products: every wire from ``offsets()['words']`` on) and ``public``
-    uint64[public, 4]. np.packbits(bits) plus tail is a compact partition (~0.15 GiB at 2^27)."""
+    uint64[public, 4]. ``compact_filecoin`` packs them into a CompactWitness (~0.16 GiB at 2^27)
+    without the full array (4 GiB there)."""
 
     bits: np.ndarray
     tail: np.ndarray
@@ -647,6 +661,24 @@ def expand_filecoin(lay: FilecoinLayout, parts: FilecoinParts) -> np.ndarray:
     w[off["bits"] : off["bits"] + lay.n_pool, 0] = parts.bits
     w[off["words"] :] = parts.tail
     return w
+
+
+def compact_filecoin(lay: FilecoinLayout, parts: FilecoinParts) -> CompactWitness:
+    """The compact witness straight from its parts, equal to compact(expand_filecoin(lay, parts))
+    without making the full array: the bitmaps are packed segment by segment (wire 0, public,
+    the bit pool, the tail), and public or tail values that are exactly 0 or 1 go to the bitmap
+    as compact() puts them (canonical form). Host bytes: 2 n/8 for the bitmaps plus one copy of
+    the tail's full values (~0.16 GiB at 2^27), beside the parts."""
+    off = lay.offsets()
+    pub_small, tail_small = small_mask(parts.public), small_mask(parts.tail)
+    bit_segments = [(0, np.ones(1, dtype=np.uint8)),  # wire 0, the constant 1
+                    (1, parts.public[:, 0].astype(np.uint8) & pub_small), (off["bits"], parts.bits),
+                    (off["words"], parts.tail[:, 0].astype(np.uint8) & tail_small)]
+    bits = pack_bits(lay.n_wires, bit_segments)
+    full = pack_bits(lay.n_wires, [(1, ~pub_small), (off["words"], ~tail_small)])
+    tail = parts.tail if not tail_small.any() else parts.tail[~tail_small]
+    values = np.concatenate((parts.public[~pub_small], tail))
+    return CompactWitness(lay.n_wires, full, bits, values)
 
 
 def synthesize_filecoin(constraints: int, public: int = 327, circuit_seed: int = 0, seed: int = 0, proof: int = 0,

@@ -30,14 +30,19 @@ def partition_host_bytes(circuit, domain_size: int | None = None, backend: str =
     """Estimated peak host bytes of one partition in flight. An estimate for admission control,
     not a measurement.
 
-    cpu: the witness as limbs (the Arrow batch in the object store) and as ints, a, b, c as ints
-    and h as limbs. cuda: a, b, c and h live in VRAM; the host holds the witness limbs twice
-    (the Arrow batch and its pinned staging copy)."""
+    The partition travels compact (cuzk_ray.witness): ``circuit.partition_batch_bytes()``, the
+    compact witness as the circuit's layout sizes it (built-in circuits: every wire that can hold
+    a field element counted as one; snarkjs: the largest witness file as load_key read it, the
+    full size plus two bitmaps before any is read). cuda: a, b, c and h live in VRAM and the
+    witness is expanded there; the host holds the compact witness twice (the Arrow batch and its
+    pinned staging copy). cpu: the Arrow batch, the witness expanded to limbs and as ints, a, b,
+    c as ints and h as limbs."""
     domain = domain_size or circuit.domain_size()
-    wires = circuit.witness_bytes() // 32
+    batch = circuit.partition_batch_bytes()
     if backend == "cuda":
-        return wires * 64
-    return wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
+        return 2 * batch
+    wires = circuit.witness_bytes() // 32
+    return batch + wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
 
 
 def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> None:
@@ -65,18 +70,19 @@ def ray_default_object_store() -> int:
     return int(0.3 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
 
 
-def object_store_need(key_bytes: int, witness_bytes: int, pw: int) -> int:
-    """One copy of the key and matrices, pw partitions' Arrow batches, and a margin."""
-    return key_bytes + pw * witness_bytes + OBJECT_STORE_MARGIN
+def object_store_need(key_bytes: int, batch_bytes: int, pw: int) -> int:
+    """One copy of the key and matrices, pw partitions' Arrow batches (``batch_bytes`` each: the
+    circuit's partition_batch_bytes), and a margin."""
+    return key_bytes + pw * batch_bytes + OBJECT_STORE_MARGIN
 
 
-def object_store_bytes(key_bytes: int, witness_bytes: int, pw: int, configured=None) -> int | None:
+def object_store_bytes(key_bytes: int, batch_bytes: int, pw: int, configured=None) -> int | None:
     """The object store an embedded Ray is started with: ``configured`` (ray.object_store_memory)
     when given; else None (Ray's default) when the need fits in it, else the need (the preflight
     has checked that /dev/shm holds it: an explicit size beyond /dev/shm makes ray.init fail)."""
     if configured is not None:
         return parse_bytes(configured, "ray.object_store_memory")
-    need = object_store_need(key_bytes, witness_bytes, pw)
+    need = object_store_need(key_bytes, batch_bytes, pw)
     return None if need <= ray_default_object_store() else need
 
 

@@ -98,7 +98,7 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path
         # (ray_executor.key_source), else one copy goes in the object store, sized for it.
         in_store = 0 if pk.meta.get("bundle_path") else pk.nbytes + cs.nbytes
-        store = object_store_bytes(in_store, circuit.witness_bytes(),
+        store = object_store_bytes(in_store, circuit.partition_batch_bytes(),
                                    expected_pw(settings, visible_gpus() if settings.backend == "cuda" else 0),
                                    settings.ray.get("object_store_memory"))
         started = init_ray(settings.ray, store)

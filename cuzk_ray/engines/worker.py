@@ -1,34 +1,36 @@
 """The per-partition steps, free of Ray (the local executor calls them in-process, the actors in
 cuzk_ray.engines.actors and the Ray synthesis task wrap them).
 
-``synthesize_witness`` turns a synthesis spec into the partition's witness (an FrVector: checked
-here once when a replacement synthesis hands back a raw array). A PartitionProver holds a backend
-and a resident proving key; ``prove`` takes one partition and returns its PartitionOutcome."""
+``synthesize_witness`` turns a synthesis spec into the partition's witness (a CompactWitness from
+the circuits' synthesis; an FrVector, checked here once, when a replacement synthesis hands back
+a raw array). A PartitionProver holds a backend and a resident proving key; ``prove`` takes one
+partition and returns its PartitionOutcome."""
 
 from __future__ import annotations
 
 import time
 from contextlib import nullcontext
 
-import numpy as np
-
 from ..backends import make_backend
 from ..circuits import synthesize
-from ..field import FrVector, checked_fr, limbs_to_ints
+from ..field import checked_fr, limbs_to_ints
 from ..groth16.keys import ProvingKey
 from ..groth16.prover import prove, random_blinding
 from ..partition import Partition
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
+from ..witness import CompactWitness, Witness, read_wires
 from .types import PartitionOutcome
 
 
-def synthesize_witness(spec: dict, synth_fn=None) -> FrVector:
+def synthesize_witness(spec: dict, synth_fn=None) -> Witness:
     """The witness of the partition ``spec`` describes (``synth_fn`` replaces the circuit's
     synthesis: tests inject failures with it)."""
     witness = (synth_fn or synthesize)(spec)
+    if isinstance(witness, CompactWitness):  # our synthesis: checked there
+        return witness
     what = spec.get("path") or f"witness of proof {spec.get('proof')}, partition {spec['partition']}"
-    return checked_fr(witness, what)  # an FrVector (our synthesis, the readers) passes through
+    return checked_fr(witness, what)  # an FrVector passes through
 
 
 class PartitionProver:
@@ -55,11 +57,11 @@ class PartitionProver:
         with self.backend.account() as gpu:
             # once; every device stage reads it there (no device: the witness as it is, untimed)
             with times.stage("upload") if gpu is not None else nullcontext():
-                witness = self.backend.stage(part.witness)  # an FrVector: trusted, not checked again
+                witness = self.backend.stage(part.witness)  # compact or full: trusted, not checked again
             proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
         if gpu is not None:
             times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
             times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
-        public = limbs_to_ints(np.asarray(part.witness[1 : 1 + self.pk.n_public].limbs))
+        public = limbs_to_ints(read_wires(part.witness, 1, 1 + self.pk.n_public))  # not the whole witness
         return PartitionOutcome(part.proof_id, part.partition, proof, [int(x) for x in public], dict(times),
                                 list(times.spans), self.backend.vram_peak)
