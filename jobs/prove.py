@@ -8,6 +8,7 @@ verified, outputs and manifest.json in output_dir, and a per-stage table. On a c
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sys
 import time
@@ -28,47 +29,115 @@ def run(cfg: dict) -> int:
     from cuzk_ray import outputs
     from cuzk_ray.backends import resolve_backend_name
     from cuzk_ray.circuits import make_circuit
-    from cuzk_ray.engines import EngineSettings, open_engine
+    from cuzk_ray.engines import EngineSettings
+    from cuzk_ray.errors import Interrupted, OutputError
+
+    settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
+    if cfg["proofs"] < 1:
+        raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
+    circuit = make_circuit(cfg["circuit"])
+    resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    # The lock is taken before the key is made (minutes for a big dev key): a second job into the
+    # same directory, or a rerun into a used one, is refused at once.
+    out = outputs.OutputDir.open(cfg["output_dir"], resume=cfg["resume"], overwrite=cfg["overwrite"])
+    with out:
+        try:
+            return prove(cfg, settings, circuit, out)
+        except KeyboardInterrupt:
+            raise Interrupted(_stopped(out, "SIGINT", "interrupted")) from None
+        except OutputError as e:
+            raise OutputError(f"{e}; {_stopped(out, str(e), 'stopped')}" if out.started else str(e)) from None
+        except Exception as e:  # a bug or a lost cluster: keep the partial manifest, and the traceback
+            if out.started and out.manifest_path is None:
+                _stopped(out, f"{type(e).__name__}: {e}", "stopped")
+            raise
+
+
+def _stopped(out, why: str, word: str) -> str:
+    """Write the partial manifest of a run that ended early; say what was kept, in one line."""
+    import signal
+
+    if not out.started:
+        return f"{word} before any proof was written to {out.path}"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the manifest in half
+    try:
+        path = out.finish({}, {}, stopped=why)
+        where = f"listed in {path}"
+    except Exception as e:  # noqa: BLE001  e.g. the disk is still full: the journal is the record
+        where = f"listed in {out.path / 'journal.jsonl'} (no manifest: {e})"
+    return (f"{len(out.entries)} verified partition(s) kept in {out.path}, {where}; "
+            f"rerun with resume=true to prove the rest")
+
+
+def prove(cfg: dict, settings, circuit, out) -> int:
+    """The run, once output_dir is locked and known to be fresh or resumable."""
+    from cuzk_ray import outputs
+    from cuzk_ray.engines import open_engine
     from cuzk_ray.engines.admission import check_budget, partition_host_bytes
     from cuzk_ray.engines.report import stage_table
     from cuzk_ray.errors import ProofFailed
     from cuzk_ray.preflight import preflight
 
     t_start = time.perf_counter()
-    settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
-    if cfg["proofs"] < 1:
-        raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
-    circuit = make_circuit(cfg["circuit"])
-    resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    if out.removed:
+        print(f"overwrite: removed {out.removed} file(s) of the earlier run in {out.path}")
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
-    # Everything that can reject the input runs before output_dir is touched.
+    # Everything that can reject the input runs before output_dir is written.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     print(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
+    insecure = bool(pk.meta.get("insecure_dev_setup"))
+    setup_seed = pk.meta.get("seed") if insecure else None
+    if insecure:  # on every run that uses such a key, not only the one that made it
+        print(f"INSECURE: {key_info['key']} comes from the development setup (setup_seed={setup_seed}): anyone "
+              f"who knows the seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
     check_budget(settings.host_budget, partition_host_bytes(circuit, pk.domain_size, settings.backend),
                  circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
-    out_dir = outputs.begin(cfg["output_dir"])
-    with open_engine(settings, pk, cs, circuit) as engine:
-        print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {proofs} proof(s) x "
-              f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
+    witness = tuple(circuit.witness) if circuit.kind == "snarkjs" else ()
+    identity = outputs.RunIdentity(
+        circuit_id=circuit.circuit_id,
+        verification_key_sha256=hashlib.sha256(outputs.verification_key_bytes(pk.vk, insecure, setup_seed)).hexdigest(),
+        seed=cfg["seed"], proofs=proofs, partitions=circuit.partitions, witness=witness,
+        insecure_dev_setup=insecure, setup_seed=setup_seed)
+    todo = out.start(identity, pk.vk, pk.n_public)  # refuses (writing nothing) if the disk is too small
+    if out.resume:
+        print(f"resume: {len(out.entries)} partition(s) on disk, {proofs - len(todo)} of {proofs} proof(s) complete; "
+              f"proving {len(todo)}" + (f" ({len(out.dropped)} changed or missing on disk, proved again)"
+                                        if out.dropped else ""))
+    # The witness files' hashes, once, before proving: each entry says which bytes it proved.
+    witness_sha = {w: outputs.file_sha256(w) for w in witness}
 
-        def progress(res, done, total):
-            print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
+    def proof_info(index: int) -> dict:
+        info = circuit.proof_info(index)
+        if "witness" in info:
+            info["witness_sha256"] = witness_sha[info["witness"]]
+        return info
 
-        batch = engine.run(proofs, seed=cfg["seed"], progress=progress)
-    info = {"circuit": circuit.circuit_id, "backend": engine.backend, "key": key_info["key"],
-            "wall_seconds": round(batch.wall_s, 3), "host_budget": batch.host_budget,
-            "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight,
-            "failed": {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()}}
-    complete = not batch.failed
-    manifest = (outputs.write_batch(out_dir, pk.vk, batch.results, info, circuit.proof_info, complete)
-                if batch.results else None)
-    print(stage_table(batch.results, batch.wall_s))
-    print(f"total {time.perf_counter() - t_start:.1f} s; {len(batch.results)} partitions verified; "
-          f"{'manifest' if complete else 'partial manifest (some proofs failed)'}: {manifest}")
-    if batch.failed:
-        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(info["failed"].items())))
+    info = {"circuit": circuit.circuit_id, "key": key_info["key"]}
+    batch = None
+    if todo:
+        with open_engine(settings, pk, cs, circuit) as engine:
+            print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {len(todo)} proof(s) x "
+                  f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
+
+            def progress(res, done, total):
+                out.add(res, proof_info(res.proof_index))  # on disk as soon as it verifies
+                print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
+
+            batch = engine.run(todo, seed=cfg["seed"], progress=progress)
+        info.update({"backend": engine.backend, "wall_seconds": round(batch.wall_s, 3),
+                     "host_budget": batch.host_budget, "host_peak_reserved": batch.host_peak,
+                     "max_in_flight": batch.max_in_flight})
+    failed = {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()} if batch else {}
+    manifest = out.finish(info, failed)
+    if batch is not None:
+        print(stage_table(batch.results, batch.wall_s))
+    done = len(batch.results) if batch else 0
+    print(f"total {time.perf_counter() - t_start:.1f} s; {done} partitions proved and verified in this run; "
+          f"{'manifest' if manifest.name == outputs.MANIFEST else 'partial manifest (some proofs failed)'}: {manifest}")
+    if failed:
+        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
     return 0
 
 
@@ -85,5 +154,31 @@ def main(cfg: DictConfig) -> None:
     sys.exit(code)
 
 
+def output_dir_override(argv: list[str]) -> str | None:
+    """The plain ``output_dir=PATH`` override, if given (the last one wins, as in Hydra)."""
+    found = None
+    for a in argv:
+        key, sep, value = a.lstrip("+").partition("=")
+        if sep and key == "output_dir" and "${" not in value:
+            found = value
+    return found
+
+
 if __name__ == "__main__":
-    main()
+    # Hydra creates output_dir (its logs go there) before the job runs, with a traceback when it
+    # cannot: an unusable output_dir given on the command line is refused here first, in one line.
+    _out = output_dir_override(sys.argv[1:])
+    if _out is not None:
+        from cuzk_ray.errors import OutputError
+        from cuzk_ray.outputs import ensure_dir
+
+        try:
+            ensure_dir(_out)
+        except OutputError as _e:
+            print(f"error: {_e}", file=sys.stderr)
+            sys.exit(2)
+    try:
+        main()
+    except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
+        print("interrupted: before any proof was written", file=sys.stderr)
+        sys.exit(130)

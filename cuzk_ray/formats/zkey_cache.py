@@ -9,6 +9,7 @@ directory and renamed into place, so a crash or a concurrent writer never leaves
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +20,8 @@ from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
 from .snarkjs import read_zkey
+
+log = logging.getLogger(__name__)
 
 CACHE_VERSION = 1
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
@@ -60,9 +63,10 @@ def _arrays(pk: ProvingKey, cs: ConstraintSystem) -> dict[str, np.ndarray]:
 
 def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
     parent = os.path.dirname(entry)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    tmp = None
     try:
+        os.makedirs(parent, exist_ok=True)  # inside the try: a read-only or full cache only loses caching
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
         files = {}
         for name, arr in _arrays(pk, cs).items():
             np.save(os.path.join(tmp, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
@@ -74,10 +78,13 @@ def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
         os.rename(tmp, entry)
-    except OSError:
+    except OSError as e:
         # Another process won the race (entry exists) or the cache is unwritable: the key in
-        # memory is still good, so only the caching is lost.
-        shutil.rmtree(tmp, ignore_errors=True)
+        # memory is still good, so only the caching is lost (said in one line when it is not a race).
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.isdir(entry):
+            log.warning("the converted key is not cached: %s: %s", e.filename or parent, e.strerror)
 
 
 def _load_entry(entry: str, digest: str):
