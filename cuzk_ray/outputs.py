@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,12 +118,16 @@ def _sigint_deferred() -> Iterator[None]:
 
 
 def ensure_dir(path, what: str = "output_dir") -> Path:
-    """Create directory ``path`` (and its parents); OutputError naming it if that fails."""
+    """Create directory ``path`` (and its parents) and check that a file can be made in it;
+    OutputError naming it if not (not a directory, read-only, full, forbidden)."""
     p = Path(path).expanduser()
     try:
         p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".cuzk-ray-probe.", dir=p)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
-        raise OutputError(f"{what}={path}: cannot be created: {_os_error(p, e)}") from None
+        raise OutputError(f"{what}={path} cannot be written: {_os_error(e.filename or p, e)}") from None
     return p
 
 
