@@ -296,7 +296,7 @@ class OutputDir:
             with _guard(vk_path):
                 write_bytes_atomic(vk_path, vk_bytes, fsync=True)
         with _guard(journal):
-            self._journal = open(journal, "ab")
+            self._journal = open(journal, "ab", buffering=0)  # unbuffered: nothing left to flush at close
         return todo
 
     def _load_journal(self, journal: Path) -> None:
@@ -395,8 +395,9 @@ class OutputDir:
                 write_bytes_atomic(d / "public.json", public_b, fsync=True)
             line = json.dumps(entry.to_json()).encode() + b"\n"
             with _guard(self.path / JOURNAL):
-                self._journal.write(line)
-                self._journal.flush()
+                view = memoryview(line)
+                while view:  # a raw file may take part of it
+                    view = view[self._journal.write(view):]
                 os.fsync(self._journal.fileno())
             self.entries[(entry.proof_id, entry.partition)] = entry
         return entry
@@ -432,7 +433,10 @@ class OutputDir:
         """Close the journal, drop the reserve and release the lock (the lock file stays: removing
         it would let two jobs lock two different files)."""
         if self._journal is not None:
-            self._journal.close()
+            try:
+                self._journal.close()
+            except OSError:
+                pass  # every entry was fsync'd as it was written; nothing is lost here
             self._journal = None
         try:
             (self.path / RESERVE).unlink(missing_ok=True)
