@@ -229,20 +229,42 @@ class OutputDir:
             raise
         return out
 
+    @staticmethod
+    def check_not_locked(path) -> None:
+        """Refuse (OutputError) if another job holds ``path``'s lock; creates nothing. The jobs call
+        it before Hydra writes its record (.hydra/) into the directory, so a refused job leaves the
+        running job's record alone; the lock itself is taken by ``open``."""
+        lock = Path(path).expanduser() / LOCK
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:
+            return  # no lock file (or no directory): nobody holds it; open() will say what is wrong
+        try:
+            OutputDir._flock(fd, Path(path).expanduser(), lock)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _flock(fd: int, path: Path, lock: Path) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise OutputError(f"output_dir={path} is in use by another job (pid {holder} holds {lock}): "
+                              f"wait for it or use another output_dir") from None
+        except OSError as e:
+            raise _os_error(lock, e) from None
+
     def _lock(self) -> None:
         lock = self.path / LOCK
         with _guard(lock):
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            self._flock(fd, self.path, lock)
+        except OutputError:
             os.close(fd)
-            raise OutputError(f"output_dir={self.path} is in use by another job (pid {holder} holds {lock}): "
-                              f"wait for it or use another output_dir") from None
-        except OSError as e:
-            os.close(fd)
-            raise _os_error(lock, e) from None
+            raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # who holds it, for the refusal above
         self._lock_fd = fd

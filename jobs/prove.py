@@ -165,14 +165,16 @@ def output_dir_override(argv: list[str]) -> str | None:
 
 
 if __name__ == "__main__":
-    # Hydra creates output_dir (its logs go there) before the job runs, with a traceback when it
-    # cannot: an unusable output_dir given on the command line is refused here first, in one line.
+    # Hydra creates output_dir and writes its record there (.hydra/) before the job runs, with a
+    # traceback when it cannot: an output_dir given on the command line that is unusable, or locked
+    # by a running job (whose record Hydra would overwrite), is refused here first, in one line.
     _out = output_dir_override(sys.argv[1:])
     if _out is not None:
         from cuzk_ray.errors import OutputError
-        from cuzk_ray.outputs import ensure_dir
+        from cuzk_ray.outputs import OutputDir, ensure_dir
 
         try:
+            OutputDir.check_not_locked(_out)
             ensure_dir(_out)
         except OutputError as _e:
             print(f"error: {_e}", file=sys.stderr)

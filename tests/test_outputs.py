@@ -114,13 +114,22 @@ def test_second_job_into_a_locked_dir_refuses_and_the_first_finishes(tmp_path, c
         wait_for_entries(out, 1, first)
         os.kill(first.pid, signal.SIGSTOP)  # paused: still running, still holding the lock
         second = prove(out, cache, "proofs=1", "circuit.partitions=1")
+        hydra_record = (out / ".hydra" / "overrides.yaml").read_text()  # refused before Hydra wrote there
+        # an output_dir the command line does not spell out (an interpolation): refused by the lock
+        # that run() takes, after Hydra started, with the same line
+        via_env = subprocess.run(prove_cmd("${oc.env:CUZK_TEST_OUT}", cache, "proofs=1", "circuit.partitions=1"),
+                                 capture_output=True, text=True, timeout=300, env=dict(env(), CUZK_TEST_OUT=str(out)))
         elsewhere = prove(tmp_path / "other", cache, "proofs=1", "circuit.partitions=1")  # negative twin
     finally:
         os.kill(first.pid, signal.SIGCONT)
     stdout, stderr = first.communicate(timeout=300)
+    # (the interpolated job got past Hydra, which rewrote .hydra/ before run() refused it: the
+    # plain one is refused before Hydra starts, which keeps the running job's record in the common case)
     assert second.returncode == 2 and "Traceback" not in second.stderr
     assert last(second.stderr) == (f"error: output_dir={out} is in use by another job (pid {first.pid} holds "
                                    f"{out / '.cuzk-ray.lock'}): wait for it or use another output_dir")
+    assert "proofs=4" in hydra_record and "proofs=1" not in hydra_record
+    assert via_env.returncode == 2 and last(via_env.stderr) == last(second.stderr), via_env.stderr
     assert elsewhere.returncode == 0, elsewhere.stderr  # the lock is per directory
     assert manifest(tmp_path / "other")["complete"] is True
     # the first job's outputs are whole and its own
