@@ -144,6 +144,14 @@ class RunIdentity:
     insecure_dev_setup: bool = False
     setup_seed: int | None = None  # the development setup's seed (insecure keys only)
 
+    @classmethod
+    def for_key(cls, vk, circuit_id: str, seed: int, proofs: int, partitions: int, witness=(),
+                insecure_dev_setup: bool = False, setup_seed: int | None = None) -> RunIdentity:
+        """The identity of a run with key ``vk`` (its verification_key.json's SHA-256 computed here)."""
+        vk_sha = hashlib.sha256(verification_key_bytes(vk, insecure_dev_setup, setup_seed)).hexdigest()
+        return cls(circuit_id, vk_sha, seed, proofs, partitions, tuple(witness), insecure_dev_setup,
+                   setup_seed if insecure_dev_setup else None)
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["witness"] = list(self.witness)
@@ -301,7 +309,7 @@ class OutputDir:
         vk_bytes = verification_key_bytes(vk, identity.insecure_dev_setup, identity.setup_seed)
         if hashlib.sha256(vk_bytes).hexdigest() != identity.verification_key_sha256:
             raise ValueError("RunIdentity.verification_key_sha256 is not the SHA-256 of the key's JSON "
-                             "(use outputs.verification_key_bytes)")
+                             "(use RunIdentity.for_key)")
         journal = self.path / JOURNAL
         resuming = self.resume and journal.is_file()
         if resuming:

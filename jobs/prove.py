@@ -8,7 +8,6 @@ verified, outputs and manifest.json in output_dir, and a per-stage table. On a c
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sys
 import time
@@ -95,11 +94,8 @@ def prove(cfg: dict, settings, circuit, out) -> int:
                  circuit.circuit_id)
     proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
     witness = tuple(circuit.witness) if circuit.kind == "snarkjs" else ()
-    identity = outputs.RunIdentity(
-        circuit_id=circuit.circuit_id,
-        verification_key_sha256=hashlib.sha256(outputs.verification_key_bytes(pk.vk, insecure, setup_seed)).hexdigest(),
-        seed=cfg["seed"], proofs=proofs, partitions=circuit.partitions, witness=witness,
-        insecure_dev_setup=insecure, setup_seed=setup_seed)
+    identity = outputs.RunIdentity.for_key(pk.vk, circuit.circuit_id, cfg["seed"], proofs, circuit.partitions,
+                                           witness, insecure, setup_seed)
     todo = out.start(identity, pk.vk, pk.n_public)  # refuses (writing nothing) if the disk is too small
     if out.resume:
         print(f"resume: {len(out.entries)} partition(s) on disk, {proofs - len(todo)} of {proofs} proof(s) complete; "
@@ -115,14 +111,14 @@ def prove(cfg: dict, settings, circuit, out) -> int:
         return info
 
     info = {"circuit": circuit.circuit_id, "key": key_info["key"]}
-    batch = None
+    batch, written = None, []
     if todo:
         with open_engine(settings, pk, cs, circuit) as engine:
             print(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {len(todo)} proof(s) x "
                   f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
 
             def progress(res, done, total):
-                out.add(res, proof_info(res.proof_index))  # on disk as soon as it verifies
+                written.append(out.add(res, proof_info(res.proof_index)))  # on disk as soon as it verifies
                 print(f"\r  {done}/{total} partitions verified", end="" if done < total else "\n", flush=True)
 
             batch = engine.run(todo, seed=cfg["seed"], progress=progress)
@@ -133,8 +129,7 @@ def prove(cfg: dict, settings, circuit, out) -> int:
     manifest = out.finish(info, failed)
     if batch is not None:
         print(stage_table(batch.results, batch.wall_s))
-    done = len(batch.results) if batch else 0
-    print(f"total {time.perf_counter() - t_start:.1f} s; {done} partitions proved and verified in this run; "
+    print(f"total {time.perf_counter() - t_start:.1f} s; {len(written)} partitions proved and verified in this run; "
           f"{'manifest' if manifest.name == outputs.MANIFEST else 'partial manifest (some proofs failed)'}: {manifest}")
     if failed:
         raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
