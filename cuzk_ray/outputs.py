@@ -278,18 +278,21 @@ class OutputDir:
         self._lock_fd = fd
 
     def _remove_earlier(self) -> int:
-        """Remove the files an earlier run of this contract wrote, by their names only; directories
-        under proofs/ that are left empty go too. Returns how many files were removed."""
+        """Remove the files an earlier run of this contract wrote, by their names only (and the
+        temporary files of its atomic writes, left by a run that was killed); directories under
+        proofs/ that are left empty go too. Returns how many files were removed."""
+        ours = (MANIFEST, PARTIAL, JOURNAL, VK)
+        temp = tuple(f".{n}." for n in ours + ("proof.json", "public.json"))  # write_bytes_atomic's prefix
         n = 0
         with _guard(self.path):
-            for name in (MANIFEST, PARTIAL, JOURNAL, VK):
-                if (self.path / name).is_file():
-                    (self.path / name).unlink()
+            for f in self.path.iterdir():
+                if f.is_file() and (f.name in ours or f.name.startswith(temp)):
+                    f.unlink()
                     n += 1
             proofs = self.path / PROOFS
             if proofs.is_dir():
                 for f in list(proofs.glob("*/partition-*/*")):
-                    if f.is_file() and (f.name in ("proof.json", "public.json") or f.name.startswith(".")):
+                    if f.is_file() and (f.name in ("proof.json", "public.json") or f.name.startswith(temp)):
                         f.unlink()
                         n += 1
                 for d in sorted((p for p in proofs.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):

@@ -233,6 +233,34 @@ def test_sigint_mid_batch_keeps_the_finished_proofs_and_resume_finishes(tmp_path
     assert not (out / "manifest.partial.json").exists()
 
 
+def test_a_killed_job_keeps_its_journal_and_resume_finishes(tmp_path, cache):
+    """SIGKILL: no chance to write a manifest; the journal and the files it lists are the record.
+    A line half-written when the job died (appended here by hand: what a crash mid-append leaves)
+    is dropped by the resume."""
+    out = tmp_path / "out"
+    job = subprocess.Popen(prove_cmd(out, cache, "proofs=5", "circuit.partitions=2"), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env())
+    wait_for_entries(out, 3, job)
+    job.kill()
+    job.communicate(timeout=60)
+    assert job.returncode == -signal.SIGKILL
+    assert not (out / "manifest.json").exists() and not (out / "manifest.partial.json").exists()
+    entries = journal_entries(out)
+    assert 3 <= len(entries) < 10
+    for e in entries:  # every journalled partition is on disk, whole
+        assert sha(out / e["proof"]) == e["proof_sha256"] and sha(out / e["public"]) == e["public_sha256"]
+    with open(out / "journal.jsonl", "a") as f:
+        f.write('{"proof_id": "proof-004", "partit')
+    refused = prove(out, cache, "proofs=5", "circuit.partitions=2")  # negative twin: not without resume=true
+    assert refused.returncode == 2 and "holds an earlier run's outputs" in last(refused.stderr)
+    res = prove(out, cache, "proofs=5", "circuit.partitions=2", "resume=true")
+    assert res.returncode == 0, res.stderr
+    complete = sum(n == 2 for n in Counter(e["proof_id"] for e in entries).values())
+    assert f"proving {5 - complete}" in res.stdout
+    assert len(check_listed(out)) == 10 and manifest(out)["complete"] is True
+    assert not (out / ".cuzk-ray.reserve").exists()
+
+
 @needs_unshare
 def test_full_disk_mid_run_keeps_every_finished_partition(tmp_path, cache):
     """A 512 KiB tmpfs, filled by another writer once 3 partitions are on disk (the job paused
