@@ -48,7 +48,9 @@ class Engine:
         ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures)."""
         t0 = time.perf_counter()
         self.scheduler.reset_peak()
-        indices = range(proofs) if isinstance(proofs, int) else proofs
+        indices = range(proofs) if isinstance(proofs, int) else list(proofs)
+        if len(set(indices)) != len(indices):  # checked before any is added: a refusal leaves no state behind
+            raise ValueError(f"proofs={list(indices)}: each proof index at most once")
         ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in indices]
         try:
             self.scheduler.run_until(ids, progress)
