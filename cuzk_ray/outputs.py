@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import OutputError
+from .formats.native import file_sha256
 from .formats.snarkjs_json import (
     json_bytes,
     proof_json,
@@ -74,15 +75,6 @@ JOURNAL_VERSION = 1
 BLOCK = 4096
 ENTRY_BYTES = 1024  # a journal line or a manifest entry, rounded up
 MANIFEST_BASE = 16384  # the manifest's fields other than the entries
-
-
-def file_sha256(path) -> str:
-    """SHA-256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _os_error(path, e: OSError) -> OutputError:

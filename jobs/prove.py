@@ -75,6 +75,7 @@ def prove(cfg: dict, settings, circuit, out) -> int:
     from cuzk_ray.engines.admission import check_budget, partition_host_bytes
     from cuzk_ray.engines.report import stage_table
     from cuzk_ray.errors import ProofFailed
+    from cuzk_ray.formats.native import file_sha256
     from cuzk_ray.preflight import preflight
 
     t_start = time.perf_counter()
@@ -102,7 +103,7 @@ def prove(cfg: dict, settings, circuit, out) -> int:
               f"proving {len(todo)}" + (f" ({len(out.dropped)} changed or missing on disk, proved again)"
                                         if out.dropped else ""))
     # The witness files' hashes, once, before proving: each entry says which bytes it proved.
-    witness_sha = {w: outputs.file_sha256(w) for w in witness}
+    witness_sha = {w: file_sha256(w) for w in witness}
 
     def proof_info(index: int) -> dict:
         info = circuit.proof_info(index)

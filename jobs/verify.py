@@ -37,8 +37,8 @@ def manifest_checks(path) -> tuple[dict, list[tuple[Path, Path, Path]], list[str
     """(manifest, (vk, public, proof) per entry, files that differ from what the manifest records).
     Every listed file must lie inside the manifest's directory and have the recorded SHA-256 (a
     file swapped or edited after the run is named); a witness file still on disk is checked too."""
+    from cuzk_ray.formats.native import file_sha256
     from cuzk_ray.formats.snarkjs_json import JsonFormatError, load_json
-    from cuzk_ray.outputs import file_sha256
 
     manifest = load_json(path)
     root = Path(path).resolve().parent
