@@ -440,6 +440,10 @@ BAD = {  # name -> (which file, its text, the line verify.py must end with after
                           f"pi_c[1] = {Q} is out of range [0, q)"),
     "not canonical (r)": ("public", json.dumps([str(R), "1"]), f"[0] = {R} is out of range [0, r)"),
     "public number": ("public", "[1, 2]", "[0] is a JSON number, expected a decimal string"),
+    "nPublic string": ("vk", json.dumps(_with(json.loads((FIX / "linear" / "verification_key.json").read_text()),
+                                              ["nPublic"], "4")), "nPublic is '4', expected an integer"),
+    "IC number": ("vk", json.dumps(_with(json.loads((FIX / "linear" / "verification_key.json").read_text()),
+                                         ["IC", 1, 0], 7)), "IC[1][0] is a JSON number, expected a decimal string"),
 }
 
 

@@ -202,7 +202,9 @@ def read_verification_key(path) -> VerifyingKey:
             raise JsonFormatError(f"{path}: field {k} is missing")
     if not isinstance(obj["IC"], list) or not obj["IC"]:
         raise JsonFormatError(f"{path}: IC must be a non-empty list of G1 points")
-    if "nPublic" in obj and (type(obj["nPublic"]) is not int or obj["nPublic"] != len(obj["IC"]) - 1):
+    if "nPublic" in obj and type(obj["nPublic"]) is not int:  # (bool is an int subclass: refused too)
+        raise JsonFormatError(f"{path}: nPublic is {obj['nPublic']!r}, expected an integer")
+    if "nPublic" in obj and obj["nPublic"] != len(obj["IC"]) - 1:
         raise JsonFormatError(f"{path}: nPublic = {obj['nPublic']} but IC has {len(obj['IC'])} points")
     ic = np.concatenate([_g1_arr(path, f"IC[{i}]", p) for i, p in enumerate(obj["IC"])])
     return VerifyingKey(alpha_g1=_g1_arr(path, "vk_alpha_1", obj["vk_alpha_1"]),
