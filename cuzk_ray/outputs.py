@@ -109,17 +109,28 @@ def _sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+# ensure_dir writes this much in a probe file: a disk too full for Hydra's record of the run
+# (.hydra/, ~10 KiB, written before the job runs) is refused in one line instead of a traceback.
+PROBE_BYTES = 32 * 1024
+
+
 def ensure_dir(path, what: str = "output_dir") -> Path:
-    """Create directory ``path`` (and its parents) and check that a file can be made in it;
-    OutputError naming it if not (not a directory, read-only, full, forbidden)."""
+    """Create directory ``path`` (and its parents) and check that a file of PROBE_BYTES can be
+    written in it; OutputError naming it if not (not a directory, read-only, full, forbidden)."""
     p = Path(path).expanduser()
+    probe = None
     try:
         p.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".cuzk-ray-probe.", dir=p)
-        os.close(fd)
-        os.unlink(probe)
+        with os.fdopen(fd, "wb") as f:
+            f.write(bytes(PROBE_BYTES))
+            f.flush()
+            os.fsync(f.fileno())
     except OSError as e:
         raise OutputError(f"{what}={path} cannot be written: {_os_error(e.filename or p, e)}") from None
+    finally:
+        if probe is not None:
+            Path(probe).unlink(missing_ok=True)
     return p
 
 

@@ -296,6 +296,13 @@ def test_too_small_a_disk_is_refused_before_proving(tmp_path, cache):
     disk = tmp_path / "keep" / "disk" / "out"
     assert not (disk / "journal.jsonl").exists() and not (disk / "verification_key.json").exists()
     assert not (disk / "proofs").exists()
+    # a disk already full (16 KiB): refused before Hydra writes its record there, in one line
+    res = run_on_tmpfs(tmp_path / "mnt3", tmp_path / "keep3",
+                       prove_cmd(tmp_path / "mnt3" / "out", cache, "proofs=4", "circuit.partitions=2"), size="16k")
+    assert res["rc"] == 2 and "Traceback" not in res["stderr"] and "HYDRA_FULL_ERROR" not in res["stderr"], res
+    assert last(res["stderr"]) == (f"error: output_dir={tmp_path / 'mnt3' / 'out'} cannot be written: "
+                                   f"{tmp_path / 'mnt3' / 'out'}: No space left on device (ENOSPC)")
+    assert os.listdir(tmp_path / "keep3" / "disk" / "out") == []
     # negative twin: the same job on a disk big enough
     res = run_on_tmpfs(tmp_path / "mnt2", tmp_path / "keep2",
                        prove_cmd(tmp_path / "mnt2" / "out", cache, "proofs=4", "circuit.partitions=2"), size="1m")
