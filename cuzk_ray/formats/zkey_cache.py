@@ -21,12 +21,12 @@ from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
 from .snarkjs import read_zkey
 
-log = logging.getLogger(__name__)
-
 CACHE_VERSION = 1
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
+
+log = logging.getLogger(__name__)
 
 
 def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
