@@ -196,9 +196,9 @@ class ManifestEntry:
 class OutputDir:
     """output_dir for one job: locked, checked, written partition by partition.
 
-    ``OutputDir.open(path, resume, overwrite)`` -> ``start(identity, vk)`` -> the proofs still to
-    do -> ``check_space`` -> ``add(result)`` per verified partition -> ``finish(...)``; use it as a
-    context manager (the lock is held until exit)."""
+    ``OutputDir.open(path, resume, overwrite)`` -> ``start(identity, vk, n_public)`` (disk space
+    checked there) -> the proofs still to do -> ``add(result)`` per verified partition ->
+    ``finish(...)``; use it as a context manager (the lock is held until exit)."""
 
     path: Path
     resume: bool = False
@@ -368,6 +368,12 @@ class OutputDir:
                 self.dropped.append(e.proof)
 
     def _on_disk(self, e: ManifestEntry) -> bool:
+        """The entry names its partition's own files (a journal line cannot point elsewhere) and
+        they hold the bytes it records."""
+        d = f"{PROOFS}/{e.proof_id}/partition-{e.partition}"
+        if "/" in str(e.proof_id) or ".." in str(e.proof_id) or (e.proof, e.public) != (f"{d}/proof.json",
+                                                                                         f"{d}/public.json"):
+            return False
         try:
             return (file_sha256(self.path / e.proof) == e.proof_sha256
                     and file_sha256(self.path / e.public) == e.public_sha256)
