@@ -142,6 +142,9 @@ def main(cfg: DictConfig) -> None:
     from cuzk_ray.errors import exit_with_error
 
     logging.getLogger("cuzk_ray").setLevel(logging.INFO)
+    # Hydra logs to output_dir/prove.log too: once that disk is full, every log line would print a
+    # "--- Logging error ---" traceback; the console handler still shows the line.
+    logging.raiseExceptions = False
     plain = OmegaConf.to_container(cfg, resolve=True)
     try:
         code = run(plain)
