@@ -42,6 +42,8 @@ class MemoryConf:
 @dataclass
 class ProveConf:
     output_dir: str = "outputs/prove"
+    resume: bool = False  # output_dir holds an interrupted run: prove only what it lacks (same run only)
+    overwrite: bool = False  # output_dir holds an earlier run: remove its files (only the contract's names)
     engine: str = "ray"  # ray (embedded or a cluster) | local (in this process, no Ray: small single jobs)
     backend: str = "auto"
     proofs: int = 1

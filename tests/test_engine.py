@@ -172,6 +172,24 @@ def test_local_engine_same_semantics_without_ray(key):
 
 
 
+def test_run_given_proof_indices_proves_only_those(key):
+    """What a resumed batch asks for: the proofs still missing, by index; each gets the witness and
+    the id it has in the whole batch."""
+    from cuzk_ray.engines import LocalEngine
+
+    pk, cs = key
+    engine = LocalEngine(pk, cs, CIRCUIT, backend="cpu")
+    some = engine.run([2, 0], seed=8)
+    assert some.proofs == {"proof-002": 2, "proof-000": 0} and not some.failed
+    assert [(r.proof_id, r.partition) for r in some.results] == [(f"proof-{p:03d}", k) for p in (0, 2)
+                                                                  for k in range(3)]
+    whole = {(r.proof_id, r.partition): r.public for r in engine.run(3, seed=8).results}
+    assert all(r.public == whole[(r.proof_id, r.partition)] for r in some.results)
+    with pytest.raises(ValueError, match=r"proofs=\[1, 1\]: each proof index at most once"):  # negative twin
+        engine.run([1, 1], seed=8)
+    assert [r.proof_id for r in engine.run([1], seed=8).results] == ["proof-001"] * 3  # nothing left behind
+
+
 def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch):
     """An actor whose constructor fails (here: the key does not fit, as GpuKey reports it) ends
     the engine's start with one RuntimeError naming the cause, not a Ray traceback."""

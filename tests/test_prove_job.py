@@ -107,9 +107,9 @@ def test_bad_engine_settings_are_one_line_errors(tmp_path, cache_dir, override, 
 def test_failed_run_leaves_no_manifest(tmp_path, cache_dir):
     out = tmp_path / "o"
     out.mkdir()
-    (out / "manifest.json").write_text('{"proofs": []}')  # from an earlier run
+    (out / "manifest.json").write_text('{"proofs": []}')  # from an earlier run (overwrite=true: removed)
     res = run_job("backend=cuda", "circuit.constraints=256", "circuit.partitions=1", f"output_dir={out}",
-                  f"cache_dir={cache_dir}")
+                  f"cache_dir={cache_dir}", "overwrite=true")
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith("error: backend=cuda:")
     assert not (out / "manifest.json").exists()

@@ -57,7 +57,7 @@ def test_prove_fixture_batch(tmp_path, snarkjs, name, count, engine):
 def test_second_run_uses_the_converted_key_cache(tmp_path):
     d = FIX / "linear"
     args = prove_args(d / "linear.zkey", [d / "witness_1.wtns"], tmp_path / "o", tmp_path / "cache", "engine=local")
-    first, second = job(*args), job(*args)
+    first, second = job(*args), job(*args, "overwrite=true")  # the same output_dir: told to replace it
     assert first.returncode == second.returncode == 0
     assert "converted from the zkey" in first.stdout and "converted key cached" in second.stdout
 

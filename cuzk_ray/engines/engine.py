@@ -7,6 +7,7 @@ settings; ``Engine.run`` proves a batch and returns its BatchResult."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 
 from .admission import HostBudget, bounded_pw, check_budget, expected_pw, object_store_bytes, partition_host_bytes
@@ -37,14 +38,20 @@ class Engine:
     def prover_info(self) -> list[dict]:
         return self.executor.prover_info
 
-    def run(self, proofs: int, seed: int = 0, progress: Progress | None = None, synth_fn=None) -> BatchResult:
-        """Prove ``proofs`` proofs of circuit.partitions partitions each; every partition verified.
+    def run(self, proofs: int | Sequence[int], seed: int = 0, progress: Progress | None = None,
+            synth_fn=None) -> BatchResult:
+        """Prove ``proofs`` proofs (a count: proofs 0..n-1; or the proof indices to prove, e.g. the
+        ones a resumed run still lacks) of circuit.partitions partitions each; every partition verified.
 
-        ``progress(result, done, total)`` is called after each verified partition.
+        ``progress(result, done, total)`` is called after each verified partition (the batch job
+        writes its files there, as it verifies).
         ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures)."""
         t0 = time.perf_counter()
         self.scheduler.reset_peak()
-        ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in range(proofs)]
+        indices = range(proofs) if isinstance(proofs, int) else list(proofs)
+        if len(set(indices)) != len(indices):  # checked before any is added: a refusal leaves no state behind
+            raise ValueError(f"proofs={list(indices)}: each proof index at most once")
+        ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in indices]
         try:
             self.scheduler.run_until(ids, progress)
             return self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -63,42 +64,83 @@ def verification_key_json(vk: VerifyingKey) -> dict:
     }
 
 
-def write_json_atomic(path, obj) -> None:
-    """Write JSON to a temporary file in the same directory, then rename over ``path``."""
+def json_bytes(obj) -> bytes:
+    """The bytes every JSON output is written as (indent 1, a final newline): what a recorded
+    SHA-256 is taken over."""
+    return (json.dumps(obj, indent=1) + "\n").encode()
+
+
+def write_bytes_atomic(path, data: bytes, fsync: bool = False) -> None:
+    """Write ``data`` to a temporary file in the same directory, then rename it over ``path``, so a
+    reader never sees half a file. ``fsync``: flush the file and the directory to the disk first
+    (outputs a crash must not lose)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary files
         os.replace(tmp, path)
+        if fsync:
+            dfd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)  # the rename itself is durable only once the directory is
+            finally:
+                os.close(dfd)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path, obj) -> None:
+    """Write JSON to a temporary file in the same directory, then rename over ``path``."""
+    write_bytes_atomic(path, json_bytes(obj))
 
 
 # ---------------------------------------------------------------------------------------------
 # Readers
 
 
-def _load(path) -> object:
+# Decimal strings as snarkjs writes them; at most 160 digits (q < 10^116), so a huge string is
+# refused before int() spends time on it.
+_DECIMAL = re.compile(r"[0-9]{1,160}")
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")  # json.loads accepts NaN/Infinity by default
+
+
+def load_json(path) -> object:
+    """Parse a JSON file strictly: JsonFormatError naming the file for invalid JSON, NaN/Infinity,
+    nesting too deep for the parser, or a file that cannot be read."""
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text(), parse_constant=_no_constant)
     except FileNotFoundError:
         raise JsonFormatError(f"{path}: file not found") from None
+    except RecursionError:
+        raise JsonFormatError(f"{path}: not valid JSON (nested too deeply)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise JsonFormatError(f"{path}: not valid JSON ({e})") from None
+    except ValueError as e:  # from _no_constant
+        raise JsonFormatError(f"{path}: not valid JSON ({e})") from None
+    except OSError as e:  # a directory, no permission
+        raise JsonFormatError(f"{path}: cannot be read ({e.strerror})") from None
 
 
 def _int(path, field, s, modulus) -> int:
-    try:
-        v = int(s)
-    except (TypeError, ValueError):
-        raise JsonFormatError(f"{path}: {field} is {s!r}, expected a decimal string") from None
-    if not 0 <= v < modulus:
+    # snarkjs wants decimal strings: a JSON number (even an integral one) or any other form
+    # (sign, spaces, underscores, hex) is refused, not converted.
+    if not isinstance(s, str) or not _DECIMAL.fullmatch(s):
+        shown = repr(s) if len(repr(s)) <= 40 else repr(s)[:37] + "..."
+        what = "a JSON number" if isinstance(s, int | float) and not isinstance(s, bool) else shown
+        raise JsonFormatError(f"{path}: {field} is {what}, expected a decimal string")
+    v = int(s)
+    if not v < modulus:
         raise JsonFormatError(f"{path}: {field} = {v} is out of range [0, {'r' if modulus == R_MOD else 'q'})")
     return v
 
@@ -136,7 +178,7 @@ def _check_curve(path, obj):
 
 
 def read_proof(path) -> Proof:
-    obj = _load(path)
+    obj = load_json(path)
     _check_curve(path, obj)
     for k in ("pi_a", "pi_b", "pi_c"):
         if k not in obj:
@@ -146,20 +188,22 @@ def read_proof(path) -> Proof:
 
 
 def read_public(path) -> list[int]:
-    obj = _load(path)
+    obj = load_json(path)
     if not isinstance(obj, list):
         raise JsonFormatError(f"{path}: expected a JSON list of decimal strings")
     return [_int(path, f"[{i}]", s, R_MOD) for i, s in enumerate(obj)]
 
 
 def read_verification_key(path) -> VerifyingKey:
-    obj = _load(path)
+    obj = load_json(path)
     _check_curve(path, obj)
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:
             raise JsonFormatError(f"{path}: field {k} is missing")
     if not isinstance(obj["IC"], list) or not obj["IC"]:
         raise JsonFormatError(f"{path}: IC must be a non-empty list of G1 points")
+    if "nPublic" in obj and type(obj["nPublic"]) is not int:  # (bool is an int subclass: refused too)
+        raise JsonFormatError(f"{path}: nPublic is {obj['nPublic']!r}, expected an integer")
     if "nPublic" in obj and obj["nPublic"] != len(obj["IC"]) - 1:
         raise JsonFormatError(f"{path}: nPublic = {obj['nPublic']} but IC has {len(obj['IC'])} points")
     ic = np.concatenate([_g1_arr(path, f"IC[{i}]", p) for i, p in enumerate(obj["IC"])])

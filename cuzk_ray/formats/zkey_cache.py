@@ -13,6 +13,7 @@ removed and the zkey converted again, so dense and density entries are never mix
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -28,6 +29,8 @@ CACHE_VERSION = 2  # 2: stored by density (a_wires, b_wires); 1: dense, converte
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
+
+log = logging.getLogger(__name__)
 
 
 def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
@@ -65,9 +68,10 @@ def _arrays(pk: ProvingKey, cs: ConstraintSystem) -> dict[str, np.ndarray]:
 
 def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
     parent = os.path.dirname(entry)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    tmp = None
     try:
+        os.makedirs(parent, exist_ok=True)  # inside the try: a read-only or full cache only loses caching
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
         files = {}
         for name, arr in _arrays(pk, cs).items():
             np.save(os.path.join(tmp, name + ".npy"), np.ascontiguousarray(arr), allow_pickle=False)
@@ -79,10 +83,13 @@ def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
         os.rename(tmp, entry)
-    except OSError:
+    except OSError as e:
         # Another process won the race (entry exists) or the cache is unwritable: the key in
-        # memory is still good, so only the caching is lost.
-        shutil.rmtree(tmp, ignore_errors=True)
+        # memory is still good, so only the caching is lost (said in one line when it is not a race).
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.isdir(entry):
+            log.warning("the converted key is not cached: %s: %s", e.filename or parent, e.strerror)
 
 
 def _load_entry(entry: str, digest: str):
