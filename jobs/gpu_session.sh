@@ -31,7 +31,8 @@ export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
 export HYDRA_FULL_ERROR=1
 set -f  # phase arguments are split on spaces below, never globbed (pytest ids hold [ ])
 T="timeout ${PHASE_TIMEOUT:-900}"  # seconds per phase: a hung phase must not eat the call
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u; } > "$R/machine.txt" 2>&1
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
+  df -B1 "$HOME" /dev/shm; } > "$R/machine.txt" 2>&1
 ls "$CUZK_CUBIN_DIR" >> "$R/machine.txt" 2>&1
 
 status=0
@@ -59,7 +60,7 @@ for phase in "$@"; do
         *)
             echo "unknown phase $phase" >&2; status=2 ;;
     esac
-    echo "== $phase: $(( $(date +%s) - t0 )) s" | tee -a "$R/phases.txt"
+    echo "== $phase: $(( $(date +%s) - t0 )) s; disk used $(df -B1 --output=used "$HOME" | tail -1) B" | tee -a "$R/phases.txt"
 done
 # proofs/ trees are many small files: one tarball; no key bundles or caches in it
 tar czf "$OUT/results.tgz" -C "$OUT" --exclude='*.npy' r
