@@ -78,6 +78,9 @@ def fixed_base_mul_gpu(group: str, scalars, chunk: int = CHUNK) -> np.ndarray:
     kernel = get_kernel(MODULE, f"fixed_base_{group}")
     compute = cp.cuda.Stream(non_blocking=True)
     copy = cp.cuda.Stream(non_blocking=True)
+    # Device scalars were made on the caller's stream (the setup gathers them there just before):
+    # a non-blocking stream does not wait for it by itself, so it waits for what is queued there.
+    compute.wait_event(cp.cuda.get_current_stream().record())
     pending = None  # (device result, its event, host slice) of the previous chunk
     for beg in range(0, n, chunk):
         end = min(beg + chunk, n)
