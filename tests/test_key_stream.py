@@ -151,3 +151,23 @@ def test_an_older_dev_key_is_made_again(tmp_path):
     assert not dev_key_cached(c, tmp_path)
     pk2, _, _, created = ensure_dev_key(c, tmp_path, 0, "cpu")
     assert created and dev_key_cached(c, tmp_path) and np.array_equal(pk2.h_query, pk.h_query)
+
+
+def test_release_mapped_pages_drops_resident_pages_and_keeps_the_values(tmp_path):
+    """What a GPU actor does once a query is in VRAM: its mapped pages leave the process (RSS),
+    the values stay readable from the file; an array in anonymous memory is left alone."""
+    from cuzk_ray.formats.native import release_mapped_pages
+
+    def rss_kib() -> int:
+        return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0])
+
+    a = np.arange(1 << 22, dtype=np.uint64)  # 32 MiB
+    np.save(tmp_path / "a.npy", a)
+    m = np.load(tmp_path / "a.npy", mmap_mode="r")
+    total = int(m.sum())  # every page touched: resident
+    before = rss_kib()
+    assert release_mapped_pages(m)
+    assert before - rss_kib() > 24 * 1024  # most of the 32 MiB left the process
+    assert int(m.sum()) == total  # and reads back from the file
+    assert not release_mapped_pages(a)  # anonymous memory: not touched
+    assert int(a.sum()) == total

@@ -50,8 +50,10 @@ from ..cuda import witness as cuda_witness
 from ..cuda.device import check_fr
 from ..curve import g1_points, g2_points
 from ..field import FR_LIMBS, FrVector, as_fr_limbs, checked_fr
+from ..formats.native import release_mapped_pages
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
+from ..r1cs import CodedCsr
 from ..witness import CompactWitness
 from .base import DeviceTime
 from .cpu import ResidentKey
@@ -104,6 +106,7 @@ class GpuKey:
                 self.h_table, window = False, None
                 self.device[q] = cuda_msm.prepare_bases(g, pts)
             cp.get_default_memory_pool().free_all_blocks()  # the standard-form upload
+            release_mapped_pages(getattr(pk, q))  # in VRAM now: the host's mapped copy is not needed
             if window:
                 log.info("h_query: window multiples for c = %d, %.1f GiB of VRAM, built in %.1f s",
                          window, table / 2**30, time.perf_counter() - t0)
@@ -182,6 +185,9 @@ class CudaBackend:
         with self._gpu_lock:
             dcs = self._systems[id(cs)] = cuda_spmv.DeviceConstraintSystem(cs)
             self.cp.cuda.get_current_stream().synchronize()
+        for m in (x for x in (cs.A, cs.B, cs.C) if x is not None):  # in VRAM now: mapped pages dropped
+            for arr in (m.indptr, m.entries) if isinstance(m, CodedCsr) else (m.indptr, m.indices, m.data):
+                release_mapped_pages(arr)
         return dcs
 
     def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:

@@ -187,6 +187,23 @@ def save_bundle(path, pk: ProvingKey, cs: ConstraintSystem | None = None, overwr
         return w.commit(bundle_manifest(pk.meta, pk.n_wires, pk.n_public, pk.domain_size, cs))
 
 
+def release_mapped_pages(arr) -> bool:
+    """Drop this process's resident pages of an array memory-mapped from a bundle (madvise
+    MADV_DONTNEED on its read-only file mapping): once a GPU actor has uploaded a query to VRAM,
+    its 44 GiB (2^27) no longer count in the actor's memory; the page cache keeps the file's pages
+    (reclaimable) and a later read faults them back in from it. True when pages were dropped;
+    an array not mapped from a file is left alone (False)."""
+    if not isinstance(arr, np.memmap) or arr.nbytes == 0:
+        return False
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    start = arr.ctypes.data & ~(mmap.PAGESIZE - 1)
+    length = arr.ctypes.data + arr.nbytes - start
+    return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), mmap.MADV_DONTNEED) == 0
+
+
 def read_manifest(path) -> dict:
     path = Path(path)
     mf = path / "manifest.json"
