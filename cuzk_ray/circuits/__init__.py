@@ -53,6 +53,11 @@ class PorepCircuit:
         return dev_key_cached(self, cache_dir, setup_seed)
 
     @property
+    def key_label(self) -> str:
+        """How errors name the key (a proof that does not verify names the key and the witness)."""
+        return f"the development key of {self.circuit_id}"
+
+    @property
     def circuit_id(self) -> str:
         if self.shape != "default":  # field_share plays no part in the other shapes
             return f"porep-{self.shape}-c{self.constraints}-p{self.public}-s{self.circuit_seed}"
@@ -146,6 +151,11 @@ class SnarkjsCircuit:
 
     def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
         return True  # the zkey is given; its conversion is cached beside it by SHA-256
+
+    @property
+    def key_label(self) -> str:
+        """How errors name the key: the zkey's file name."""
+        return os.path.basename(self.zkey)
 
     @property
     def circuit_id(self) -> str:
