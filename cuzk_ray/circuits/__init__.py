@@ -141,12 +141,13 @@ class SnarkjsCircuit:
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """(pk, cs, info) from the zkey (converted once, cached by SHA-256), cross-checked against the
         .r1cs when given, and every witness file checked against the key's wire count."""
-        from ..formats.snarkjs import check_zkey_against_r1cs, read_r1cs, read_wtns
+        from ..formats.snarkjs import CircuitSizes, check_zkey_against_r1cs, read_r1cs, read_wtns
         from ..formats.zkey_cache import load_zkey_cached
 
         pk, cs = load_zkey_cached(self.zkey, zkey_cache_dir(cache_dir))
         if self.r1cs:
-            check_zkey_against_r1cs(cs, read_r1cs(self.r1cs), self.zkey)
+            sizes = CircuitSizes(cs.n_wires, cs.n_public, cs.n_constraints, os.path.basename(self.zkey))
+            check_zkey_against_r1cs(cs, read_r1cs(self.r1cs, sizes), self.zkey)  # headers compared first
         # every file is read here anyway: its compact size is the partition's batch (the largest counts)
         batch = max((compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness),
                     default=compact_bytes(pk.n_wires, pk.n_wires))
