@@ -158,3 +158,21 @@ def test_zkey_sizes_from_headers(tmp_path):
         struct.pack_into("<I", d, s[2] + 88, 10)
     with pytest.raises(FormatError, match="section 5 \\(A\\) length: expected 960 bytes"):
         read_zkey_sizes(rewrite(tmp_path, edit))
+
+
+def test_cache_entry_of_version_2_is_checked_again(tmp_path, monkeypatch):
+    """An entry converted before points were checked (version 2) is not loaded: the zkey is
+    converted again, its points checked, and the new entry records it."""
+    from cuzk_ray.formats import zkey_cache
+
+    real_read = zkey_cache.read_zkey
+    monkeypatch.setattr(zkey_cache, "CACHE_VERSION", 2)
+    monkeypatch.setattr(zkey_cache, "read_zkey", lambda p: real_read(p, check_points=False))
+    old, _ = load_zkey_cached(ZKEY, tmp_path)
+    assert old.meta["points_checked"] == "no" and zkey_cached(ZKEY, tmp_path)
+    monkeypatch.setattr(zkey_cache, "CACHE_VERSION", 3)
+    monkeypatch.setattr(zkey_cache, "read_zkey", real_read)
+    assert not zkey_cached(ZKEY, tmp_path)  # the preflight counts its disk again
+    pk, _ = load_zkey_cached(ZKEY, tmp_path)
+    assert pk.meta["cache"] == "miss" and pk.meta["points_checked"] == "on the curve and in the subgroup of order r"
+    assert load_zkey_cached(ZKEY, tmp_path)[0].meta["cache"] == "hit" and zkey_cached(ZKEY, tmp_path)
