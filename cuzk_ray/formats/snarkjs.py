@@ -279,8 +279,8 @@ def _check_points(f: BinFile, hdr: dict, pts: dict, kept: dict) -> None:
     the provers built their points (after Ray started), outside the subgroup as a proof that does
     not verify, blamed on the witness.
 
-    Cost: ~70 us per G1 point, ~100 us per G2 point, one core (curve.first_invalid_point): ~0.2 s
-    at 2^10, ~25 s at 2^16, ~6-7 min at 2^20 (A, B1, C, H of ~2^20 G1 points each and B2 in G2).
+    Cost: ~65 us per G1 point, ~125 us per G2 point, one core (curve.first_invalid_point): ~0.2 s
+    at 2^10, ~26 s at 2^16, ~7 min at 2^20 (A, B1, C, H of ~2^20 G1 points each and B2 in G2).
     Paid once per zkey: the conversion is cached (formats.zkey_cache), later runs load it."""
     for name in HEADER_POINTS:
         _refuse_invalid(f, hdr[name], f"section 2 (groth16 header) {name}")
