@@ -144,7 +144,7 @@ class SnarkjsCircuit:
         from ..formats.snarkjs import CircuitSizes, check_zkey_against_r1cs, read_r1cs, read_wtns
         from ..formats.zkey_cache import load_zkey_cached
 
-        pk, cs = load_zkey_cached(self.zkey, zkey_cache_dir(cache_dir))
+        pk, cs = load_zkey_cached(self.zkey, self.zkey_cache_dir(cache_dir))
         if self.r1cs:
             sizes = CircuitSizes(cs.n_wires, cs.n_public, cs.n_constraints, os.path.basename(self.zkey))
             check_zkey_against_r1cs(cs, read_r1cs(self.r1cs, sizes), self.zkey)  # headers compared first
@@ -175,7 +175,12 @@ class SnarkjsCircuit:
         """Whether this zkey's conversion (checked points) is in the cache (by SHA-256)."""
         from ..formats.zkey_cache import zkey_cached
 
-        return zkey_cached(self.zkey, zkey_cache_dir(cache_dir))
+        return zkey_cached(self.zkey, self.zkey_cache_dir(cache_dir))
+
+    @staticmethod
+    def zkey_cache_dir(cache_dir) -> str:
+        """Where converted zkeys are cached under the job's cache_dir."""
+        return os.path.join(os.path.expanduser(os.fspath(cache_dir)), "zkeys")
 
     @property
     def key_label(self) -> str:
@@ -208,11 +213,6 @@ class SnarkjsCircuit:
 
     def proof_info(self, proof: int) -> dict:
         return {"witness": self.witness[proof]}
-
-
-def zkey_cache_dir(cache_dir) -> str:
-    """Where converted zkeys are cached under the job's cache_dir."""
-    return os.path.join(os.path.expanduser(os.fspath(cache_dir)), "zkeys")
 
 
 def synthesize(spec: dict) -> CompactWitness:
