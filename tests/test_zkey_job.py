@@ -33,11 +33,12 @@ def raytmp():
 
 
 def job(tmp_path, raytmp, zkey, *extra, witness=WITNESS, timeout=600):
-    """prove.py on one witness, Ray's temp dir (RAY_TMPDIR) in ``raytmp``."""
+    """prove.py on one witness, with Ray's session files in ``raytmp`` wherever Ray's temp root
+    is put (RAY_TMPDIR and TMPDIR, and cache_dir there too: a temp root under cache_dir is short)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env["RAY_TMPDIR"] = str(raytmp)
+    env["RAY_TMPDIR"] = env["TMPDIR"] = str(raytmp)
     args = ["circuit=snarkjs", f"circuit.zkey={zkey}", f"circuit.witness=[{witness}]",
-            f"output_dir={tmp_path / 'out'}", f"cache_dir={tmp_path / 'cache'}", *extra]
+            f"output_dir={tmp_path / 'out'}", f"cache_dir={raytmp / 'cache'}", *extra]
     return subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -61,8 +62,13 @@ def last_line(res) -> str:
     return res.stderr.strip().splitlines()[-1]
 
 
-def cache_entries(tmp_path) -> list[Path]:
-    d = tmp_path / "cache" / "zkeys"
+def ray_sessions(raytmp) -> list[Path]:
+    """Ray's session directories (session_<date>_<pid>) under raytmp: one exists once Ray started."""
+    return [p for p in raytmp.rglob("session_*") if p.is_dir()]
+
+
+def cache_entries(raytmp) -> list[Path]:
+    d = raytmp / "cache" / "zkeys"
     return [p for p in d.iterdir() if not p.name.startswith(".")] if d.exists() else []
 
 
@@ -87,21 +93,21 @@ def test_bad_point_is_refused_before_ray_starts(tmp_path, raytmp, case):
     assert "Traceback" not in res.stderr
     assert last_line(res) == last_line(res).strip() and last_line(res).startswith(f"error: {zkey}: ")
     assert last_line(res).endswith(fragment.format(i=edit.index)), last_line(res)
-    assert "provers:" not in res.stdout and not (raytmp / "ray").exists()
+    assert "provers:" not in res.stdout and ray_sessions(raytmp) == []
     out = tmp_path / "out"
     assert not (out / "verification_key.json").exists() and not (out / "proofs").exists()
-    assert not list(out.glob("manifest*.json")) and cache_entries(tmp_path) == []
+    assert not list(out.glob("manifest*.json")) and cache_entries(raytmp) == []
 
 
 def test_good_key_starts_ray_and_caches_the_checked_conversion(tmp_path, raytmp):
-    """The twin: the same job on the real key starts Ray (its session dir appears under
-    RAY_TMPDIR: the negative tests' check can see one), proves, and caches the checked key."""
+    """The twin: the same job on the real key starts Ray (a session dir appears in raytmp: the
+    negative tests' check can see one), proves, and caches the checked key."""
     res = job(tmp_path, raytmp, ZKEY)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "manifest:" in res.stdout.strip().splitlines()[-1]
-    assert "provers:" in res.stdout and (raytmp / "ray").is_dir()
+    assert ray_sessions(raytmp)
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["complete"] is True
-    (entry,) = cache_entries(tmp_path)
+    (entry,) = cache_entries(raytmp)
     meta = json.loads((entry / "manifest.json").read_text())["meta"]
     assert meta["points_checked"] == "on the curve and in the subgroup of order r"
 
