@@ -143,8 +143,8 @@ def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
     end = sec.offset + sec.length
     term = 4 + N8R
     # int64 arrays, not lists: 16 bytes per combination instead of ~70 (3.4 GB for 2^24 constraints)
-    counts = array.array("q", bytes(8 * 3 * m))
-    first = array.array("q", bytes(8 * 3 * m))  # offset of the first term of each combination
+    counts = array.array("q", [0]) * (3 * m)
+    first = array.array("q", [0]) * (3 * m)  # offset of the first term of each combination
     unpack, buf, pos = struct.Struct("<I").unpack_from, f.buf, sec.offset
     for j in range(3 * m):  # the one Python loop: 3m iterations, bounds checked inline
         if pos + 4 > end:
