@@ -77,3 +77,18 @@ def register() -> None:
     cs = ConfigStore.instance()
     cs.store(name="prove_schema", node=ProveConf)
     cs.store(name="bench_schema", node=BenchConf)
+
+
+def check_job_values(cfg: dict) -> None:
+    """Refuse the job-level values out of range, one line each, never clamped (issue 15): the
+    engine's are EngineSettings', the circuit's its from_config's. Seeds are non-negative (numpy's
+    seed sequences take no negatives: seed=-1 failed every partition three times, after the key)."""
+    if cfg["proofs"] < 1:
+        raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
+    for name in ("seed", "setup_seed"):
+        if cfg[name] < 0:
+            raise ValueError(f"{name}={cfg[name]}: must be at least 0")
+    if cfg.get("warmup") is not None and cfg["warmup"] < 0:  # bench only
+        raise ValueError(f"warmup={cfg['warmup']}: must be at least 0")
+    if cfg.get("sample_s") is not None and not cfg["sample_s"] > 0:  # bench only
+        raise ValueError(f"sample_s={cfg['sample_s']}: must be above 0 (seconds between host memory samples)")

@@ -25,6 +25,7 @@ G2_AFFINE = 192
 FR = 32
 WIRE_INDEX = WIRE_INDEX_DTYPE.itemsize  # bytes per wire of a density index (a_wires, b_wires)
 CSR_DEVICE_BYTES_PER_NNZ = 8  # uint32 column + uint32 coefficient code (r1cs.CodedCsr: bundle and VRAM)
+ZKEY_BYTES_PER_NNZ = 8 + 32  # a converted zkey's CsrMatrix: int64 column + 4 u64 limbs of the coefficient
 DRIVER_BYTES = 2 * GIB  # the driver process: Python, Ray's core worker, numpy temporaries
 VRAM_MARGIN = 1 * GIB  # kept free for kernels' scratch (the cuda backend's margin)
 
@@ -43,6 +44,8 @@ class KeyShape:
     nnz_c: int
     a_points: int | None = None  # None: dense (n_wires)
     b_points: int | None = None
+    bytes_per_nnz: int = CSR_DEVICE_BYTES_PER_NNZ  # as the key's cache stores a non-zero (zkeys: CsrMatrix)
+    dense_bound: bool = False  # True: density unknown (a zkey before it is read), queries counted dense
 
     @property
     def query_bytes(self) -> dict[str, int]:
@@ -77,8 +80,9 @@ class KeyShape:
     @property
     def matrix_bytes(self) -> int:
         """The constraint matrices as the key bundle stores them and VRAM holds them (r1cs.CodedCsr:
-        8 bytes per non-zero, an int64 row pointer per row; the coefficient tables are small)."""
-        return self.nnz * CSR_DEVICE_BYTES_PER_NNZ + 3 * (self.domain + 1) * 8
+        8 bytes per non-zero, an int64 row pointer per row; the coefficient tables are small; a
+        zkey's matrices are CsrMatrix, ``bytes_per_nnz`` = 40)."""
+        return self.nnz * self.bytes_per_nnz + 3 * (self.domain + 1) * 8
 
     @property
     def witness_bytes(self) -> int:
@@ -153,13 +157,15 @@ def working_set_bytes(shape: KeyShape) -> int:
 def needs(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     """Every resource the run needs, each with its have."""
     out = []
+    dense = " (dense: an upper bound)" if shape.dense_bound else ""  # a zkey's density is unknown until read
+    key = f"key{dense}"
     if plan.key_on_disk:
-        out.append(Need("disk (key cache)", (("key", shape.key_bytes), ("constraint matrices", shape.matrix_bytes)),
+        out.append(Need("disk (key cache)", ((key, shape.key_bytes), ("constraint matrices", shape.matrix_bytes)),
                         have.disk_free))
     key_copy = shape.key_bytes + shape.matrix_bytes  # one host copy per node (object store or mmap)
     # what the engine reserves per partition in flight (engines.admission: cuda counts the Arrow
     # batch and its pinned staging copy; cpu the witness, a, b, c and h)
-    parts = (("key copy", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
+    parts = ((f"key copy{dense}", key_copy), (f"{plan.pw} partitions x {gib(plan.partition_host_bytes)}",
                                       plan.pw * plan.partition_host_bytes), ("driver", DRIVER_BYTES))
     out.append(Need("host memory", parts, have.host_available))
     if plan.engine == "ray":  # each partition's Arrow batch (its compact witness), and the key unless mapped
@@ -223,15 +229,23 @@ def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
 
 def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[KeyShape, RunPlan, Have] | None:
     """The shape, plan and machine of a job about to run (None when the circuit's sizes are not
-    known before its key is read: snarkjs zkeys). ``settings``: engines.EngineSettings. The
+    known before its key is read; a zkey's come from its headers, its queries counted dense).
+    ``settings``: engines.EngineSettings. The
     object store's have is /dev/shm for an embedded Ray (ray.object_store_memory when set); on a
     cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
     (2 with CPU provers, pw_per_gpu per visible GPU)."""
-    from .engines.admission import bounded_pw, expected_pw, parse_bytes, partition_host_bytes
-
     shape = circuit.key_shape()
     if shape is None:
         return None
+    return shape, *_plan(settings, circuit, shape, cache_dir, setup_seed)
+
+
+def _plan(settings, circuit, shape: KeyShape, cache_dir: str, setup_seed: int,
+          quick: bool = False) -> tuple[RunPlan, Have]:
+    """The plan and the machine for ``shape``; ``quick``: the key's disk left out (whether it is
+    cached is not asked: for a zkey that hashes the whole file)."""
+    from .engines.admission import bounded_pw, expected_pw, parse_bytes, partition_host_bytes
+
     vram, gpus = _vram_free() if settings.backend == "cuda" else (None, 0)
     part_bytes = partition_host_bytes(circuit, shape.domain, settings.backend)
     pw = bounded_pw(expected_pw(settings, gpus), settings.host_budget, part_bytes)  # as the engine bounds it
@@ -239,14 +253,15 @@ def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[Ke
     embedded = settings.engine == "ray" and not (settings.ray.get("address") or os.environ.get("RAY_ADDRESS"))
     plan = RunPlan(pw=pw, partition_host_bytes=part_bytes,
                    backend=settings.backend, engine=settings.engine,
-                   key_on_disk=not circuit.key_cached(cache_dir, setup_seed), gpu_concurrency=settings.gpu_concurrency,
-                   gpu_workers=settings.gpu_workers_per_device, key_in_object_store=not embedded,
+                   key_on_disk=not quick and not circuit.key_cached(cache_dir, setup_seed),
+                   gpu_concurrency=settings.gpu_concurrency, gpu_workers=settings.gpu_workers_per_device,
+                   key_in_object_store=not (embedded and circuit.key_bundle),  # a zkey's key is always put
                    partition_batch_bytes=circuit.partition_batch_bytes())
     store = None  # a cluster's object store is not known before connecting: not checked
     if embedded:  # sized for the key (engines.admission.object_store_bytes): it must fit in /dev/shm
         configured = parse_bytes(settings.ray.get("object_store_memory"), "ray.object_store_memory")
         store = configured if configured is not None else shared_memory_bytes()
-    return shape, plan, machine_have(cache_dir, store, vram)
+    return plan, machine_have(cache_dir, store, vram)
 
 
 def shared_memory_bytes() -> int:
@@ -270,7 +285,18 @@ def _vram_free() -> tuple[int | None, int]:
 
 
 def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:
-    """check() for a job about to run (see plan_run); [] when its sizes are not known yet."""
+    """check() for a job about to run (see plan_run); [] when its sizes are not known yet.
+
+    A quick pass comes first, so that a size that cannot fit is refused before anything is
+    allocated or hashed: the circuit's quick shape (``key_shape(quick=True)``: the built-in key's
+    density counted as its floor, without the random draws that allocate ~1 GB at 2^27 and
+    3.7 TiB at 2^40; a zkey's sizes from its headers) against host memory, object store and VRAM,
+    the key's disk left out (asking whether a zkey's conversion is cached hashes the file). Then
+    the exact shape, with the disk."""
+    quick = circuit.key_shape(quick=True)
+    if quick is None:
+        return []
+    check(quick, *_plan(settings, circuit, quick, cache_dir, setup_seed, quick=True))
     planned = plan_run(settings, circuit, cache_dir, setup_seed)
     return [] if planned is None else check(*planned)
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from cuzk_ray.config import register  # noqa: E402
+from cuzk_ray.config import check_job_values, register  # noqa: E402
 
 register()
 
@@ -39,6 +39,7 @@ def run(cfg: dict) -> int:
 
     circuit = make_circuit(cfg["circuit"])
     settings = EngineSettings.from_config(cfg)  # bad settings fail here, before any work
+    check_job_values(cfg)  # proofs, seeds, warmup, sample_s: refused out of range, never clamped
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     out = Path(cfg["output_dir"])

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from cuzk_ray.config import register  # noqa: E402
+from cuzk_ray.config import check_job_values, register  # noqa: E402
 
 register()
 log = logging.getLogger("cuzk_ray.prove")
@@ -32,8 +32,7 @@ def run(cfg: dict) -> int:
     from cuzk_ray.errors import Interrupted, OutputError
 
     settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
-    if cfg["proofs"] < 1:
-        raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
+    check_job_values(cfg)  # proofs, seeds: refused out of range, never clamped
     circuit = make_circuit(cfg["circuit"])
     resolve_backend_name(cfg["setup_backend"], "setup_backend")
     # The lock is taken before the key is made (minutes for a big dev key): a second job into the

@@ -125,8 +125,9 @@ def test_unsatisfied_witness_fails_its_proof_without_retries(ray_local, key):
 
     batch = engine.run(2, seed=5, synth_fn=bad_synth)
     engine.shutdown()
-    assert batch.failed == {"proof-000": "partition 1: the proof does not verify "
-                                         "(does the witness satisfy the circuit?)"}
+    assert batch.failed == {"proof-000": f"partition 1: the proof does not verify with the development key of "
+                                         f"{CIRCUIT.circuit_id}: the witness does not satisfy the circuit, "
+                                         f"or the key is not this circuit's"}
     assert batch.retries == 0
     assert {r.proof_id for r in batch.results} == {"proof-001"}
 

@@ -24,6 +24,7 @@ class PorepCircuit:
 
     kind = "porep"
     local_files = False
+    key_bundle = True  # the key is a native bundle: on one node the actors map it (not in the object store)
 
     @classmethod
     def from_config(cls, c: dict) -> PorepCircuit:
@@ -31,6 +32,8 @@ class PorepCircuit:
         out = cls(**{k: c[k] for k in fields if k in c})
         if out.partitions < 1:
             raise ValueError(f"circuit.partitions={out.partitions}: must be at least 1")
+        if out.circuit_seed < 0:  # numpy's seed sequences take none: refused here, naming the field
+            raise ValueError(f"circuit.circuit_seed={out.circuit_seed}: must be at least 0")
         out.layout()  # validates sizes
         return out
 
@@ -38,19 +41,29 @@ class PorepCircuit:
         """The circuit's layout (sizes only, nothing built)."""
         return porep.make_layout(self.constraints, self.public, self.field_share, self.shape)
 
-    def key_shape(self):
+    def key_shape(self, quick: bool = False):
         """The sizes of this circuit's key (stored by density, as dev_setup makes it) and matrices
-        (preflight), from the layout and the circuit seed alone (nothing built)."""
+        (preflight), from the layout and the circuit seed alone (nothing built). ``quick``: the
+        default shape's density counted as its floor (PorepLayout.density_floor: a lower bound,
+        no random draws), so that the preflight can refuse a size that cannot fit first."""
         from ..preflight import KeyShape
 
         lay = self.layout()
-        a_points, b_points = lay.density(self.circuit_seed)
+        if quick and self.shape == "default":
+            a_points, b_points = lay.density_floor()
+        else:
+            a_points, b_points = lay.density(self.circuit_seed)
         return KeyShape(lay.n_wires, self.public, self.constraints, *lay.nnz(), a_points=a_points, b_points=b_points)
 
     def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
         from ..keystore import dev_key_cached
 
         return dev_key_cached(self, cache_dir, setup_seed)
+
+    @property
+    def key_label(self) -> str:
+        """How errors name the key (a proof that does not verify names the key and the witness)."""
+        return f"the development key of {self.circuit_id}"
 
     @property
     def circuit_id(self) -> str:
@@ -111,6 +124,7 @@ class SnarkjsCircuit:
     kind = "snarkjs"
     partitions = 1
     local_files = True
+    key_bundle = False  # the converted key is put in the object store, even on one node
 
     @classmethod
     def from_config(cls, c: dict) -> SnarkjsCircuit:
@@ -127,12 +141,13 @@ class SnarkjsCircuit:
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """(pk, cs, info) from the zkey (converted once, cached by SHA-256), cross-checked against the
         .r1cs when given, and every witness file checked against the key's wire count."""
-        from ..formats.snarkjs import check_zkey_against_r1cs, read_r1cs, read_wtns
+        from ..formats.snarkjs import CircuitSizes, check_zkey_against_r1cs, read_r1cs, read_wtns
         from ..formats.zkey_cache import load_zkey_cached
 
-        pk, cs = load_zkey_cached(self.zkey, os.path.join(os.path.expanduser(cache_dir), "zkeys"))
+        pk, cs = load_zkey_cached(self.zkey, self.zkey_cache_dir(cache_dir))
         if self.r1cs:
-            check_zkey_against_r1cs(cs, read_r1cs(self.r1cs), self.zkey)
+            sizes = CircuitSizes(cs.n_wires, cs.n_public, cs.n_constraints, os.path.basename(self.zkey))
+            check_zkey_against_r1cs(cs, read_r1cs(self.r1cs, sizes), self.zkey)  # headers compared first
         # every file is read here anyway: its compact size is the partition's batch (the largest counts)
         batch = max((compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness),
                     default=compact_bytes(pk.n_wires, pk.n_wires))
@@ -140,12 +155,37 @@ class SnarkjsCircuit:
         note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"
         return pk, cs, {"key": self.zkey, "note": f"{note}, {len(self.witness)} witness file(s) checked"}
 
-    def key_shape(self):
-        """None: a zkey's sizes are known once it is read (load_key checks them)."""
-        return None
+    def key_shape(self, quick: bool = False):
+        """The key's sizes from the zkey's headers (formats.snarkjs.read_zkey_sizes; nothing else
+        read) for the preflight: wires, public inputs, domain, and section 4's coefficient count as
+        the non-zeros of A and B (C is not stored). Which points are at infinity is known only once
+        the sections are read, so the queries are counted dense: an upper bound (``dense_bound``;
+        the need says so). Keeps n_wires and domain in ``meta`` for the estimates made before
+        load_key (partition_batch_bytes). ``quick`` changes nothing: the headers are cheap."""
+        from ..formats.snarkjs import read_zkey_sizes
+        from ..preflight import ZKEY_BYTES_PER_NNZ, KeyShape
+
+        z = read_zkey_sizes(self.zkey)
+        self.meta.setdefault("n_wires", z.n_vars)
+        self.meta.setdefault("domain", z.domain)
+        return KeyShape(z.n_vars, z.n_public, z.domain, z.n_coefficients, 0, 0,
+                        bytes_per_nnz=ZKEY_BYTES_PER_NNZ, dense_bound=True)
 
     def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
-        return True  # the zkey is given; its conversion is cached beside it by SHA-256
+        """Whether this zkey's conversion (checked points) is in the cache (by SHA-256)."""
+        from ..formats.zkey_cache import zkey_cached
+
+        return zkey_cached(self.zkey, self.zkey_cache_dir(cache_dir))
+
+    @staticmethod
+    def zkey_cache_dir(cache_dir) -> str:
+        """Where converted zkeys are cached under the job's cache_dir."""
+        return os.path.join(os.path.expanduser(os.fspath(cache_dir)), "zkeys")
+
+    @property
+    def key_label(self) -> str:
+        """How errors name the key: the zkey's file name."""
+        return os.path.basename(self.zkey)
 
     @property
     def circuit_id(self) -> str:

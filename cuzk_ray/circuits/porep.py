@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..domain import MAX_LOG_N
 from ..field import FR_LIMBS, R_MOD, fr_to_limbs, limbs_to_ints
 from ..r1cs import CODE_MINUS_ONE, CODE_ONE, CodedCsr, ConstraintSystem, CsrMatrix
 from ..witness import CompactWitness, pack_bits, small_mask
@@ -84,6 +85,13 @@ class PorepLayout:
         wr = _wiring(self, circuit_seed, mul_only=True)
         a = 1 + self.public + self.n_bits + len(np.unique(wr.mul_x))
         return a, 1 + self.n_bits + len(np.unique(wr.mul_y))
+
+    def density_floor(self) -> tuple[int, int]:
+        """A lower bound of density() without its random draws: the wires every key of this
+        layout has a point for (A: wire 0, the public wires, the input bits; B: wire 0, the input
+        bits), before the mul operands add theirs. For the preflight: a size whose floor does not
+        fit is refused before the draws allocate (~1 GB at 2^27, 3.7 TiB at 2^40)."""
+        return 1 + self.public + self.n_bits, 1 + self.n_bits
 
     def offsets(self) -> dict:
         o, out = 1 + self.public, {}
@@ -158,8 +166,14 @@ def _coeffs(small: np.ndarray) -> np.ndarray:
 SHAPES = ("default", "filecoin")
 
 
+MAX_CONSTRAINTS = 1 << MAX_LOG_N  # the domain is the constraint count (a power of two for filecoin)
+
+
 def make_layout(constraints: int, public: int = 4, field_share: float = 0.05, shape: str = "default"):
     """The layout of either shape (validates the sizes; ``n_wires``, ``n_rows`` on both)."""
+    if constraints > MAX_CONSTRAINTS:  # refused before any size is computed from it
+        raise ValueError(f"circuit.constraints={constraints}: must be at most 2^{MAX_LOG_N} = {MAX_CONSTRAINTS} "
+                         f"(the QAP domain needs the 2n-th roots of unity; Fr has them up to 2^{MAX_LOG_N + 1})")
     if shape == "default":
         return PorepLayout.make(constraints, public, field_share)
     if shape == "filecoin":

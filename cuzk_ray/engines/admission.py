@@ -17,13 +17,19 @@ INT_BYTES = 72  # a reduced Fr value as a Python int in an object array: 8 B poi
 
 
 def parse_bytes(value, field: str = "memory") -> int | None:
-    """'64GiB', '500MB', 1234 or None (no limit) -> bytes."""
-    if value is None or isinstance(value, int):
+    """'64GiB', '500MB', 1234 or None (no limit) -> bytes; a size below one byte is refused."""
+    if value is None:
         return value
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"{field}={value!r}: expected a size such as 64GiB, 500MB or a number of bytes")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if isinstance(value, int):
+        nbytes = value
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+        if not m or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"{field}={value!r}: expected a size such as 64GiB, 500MB or a number of bytes")
+        nbytes = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if nbytes < 1:  # -1 or 0 was taken as a limit no partition fits (or none)
+        raise ValueError(f"{field}={value!r}: expected a size of at least 1 byte")
+    return nbytes
 
 
 def partition_host_bytes(circuit, domain_size: int | None = None, backend: str = "cpu") -> int:

@@ -269,8 +269,8 @@ class Scheduler:
             return None
         res = self._verified(done)
         if res is None:
-            proof.fail(f"partition {work.partition}: the proof does not verify "
-                       f"(does the witness satisfy the circuit?)")
+            proof.fail(f"partition {work.partition}: the proof does not verify with {self.circuit.key_label}: the "
+                       f"witness does not satisfy the circuit, or the key is not this circuit's")
             return None
         self.metrics.partition_done(res.times)
         proof.results.append(res)

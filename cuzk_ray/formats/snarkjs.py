@@ -12,11 +12,15 @@ The zkey's key is stored by density (groth16.keys): the points at infinity of se
 
 from __future__ import annotations
 
+import array
 import os
 import struct
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..curve import first_invalid_point
 from ..domain import domain_size
 from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, FrVector, limbs_below, limbs_to_ints
 from ..groth16.keys import WIRE_INDEX_DTYPE, ProvingKey, VerifyingKey
@@ -24,7 +28,8 @@ from ..r1cs import ConstraintSystem, CsrMatrix
 from .binfile import BinFile, FormatError, describe_prime
 from .montgomery import redc_limbs
 
-__all__ = ["FormatError", "read_wtns", "read_r1cs", "read_zkey", "check_zkey_against_r1cs"]
+__all__ = ["CircuitSizes", "FormatError", "ZkeySizes", "read_wtns", "read_r1cs", "read_zkey", "read_zkey_sizes",
+           "check_zkey_against_r1cs"]
 
 N8R, N8Q = 8 * FR_LIMBS, 8 * FP_LIMBS
 G1_RAW, G2_RAW = 2 * N8Q, 4 * N8Q
@@ -90,8 +95,22 @@ def read_wtns(path, n_wires: int | None = None) -> FrVector:
 # .r1cs
 
 
-def read_r1cs(path) -> ConstraintSystem:
-    """The constraint system of a circom ``.r1cs`` (A, B and C; n_public = outputs + public inputs)."""
+@dataclass(frozen=True)
+class CircuitSizes:
+    """What an .r1cs must match to be the circuit of a key (read_r1cs's ``expect``)."""
+
+    n_wires: int
+    n_public: int
+    n_constraints: int
+    source: str  # what the sizes come from, for the message (e.g. the zkey's file name)
+
+
+def read_r1cs(path, expect: CircuitSizes | None = None) -> ConstraintSystem:
+    """The constraint system of a circom ``.r1cs`` (A, B and C; n_public = outputs + public inputs).
+
+    ``expect``: the header's counts must be these (a key's), checked before section 2 is walked,
+    so an r1cs of another circuit is refused at once: its constraints cost ~1.5 us each to walk
+    (a header claiming 2^24 empty constraints over a sparse file took 26 s)."""
     with BinFile(path, b"r1cs", (1,)) as f:
         hdr = f.section(1, "header")
         end = hdr.offset + hdr.length
@@ -104,6 +123,13 @@ def read_r1cs(path) -> ConstraintSystem:
             f.fail("section 1 (header) length", pos + 28 - hdr.offset, hdr.length)
         if 1 + n_out + n_pub_in + n_prv_in > n_wires:
             f.fail("nWires", f"at least 1 + nPubOut + nPubIn + nPrvIn = {1 + n_out + n_pub_in + n_prv_in}", n_wires)
+        if expect is not None:
+            for name, have, want in (("nWires", n_wires, expect.n_wires),
+                                     ("nPubOut + nPubIn", n_out + n_pub_in, expect.n_public),
+                                     ("nConstraints", n_constraints, expect.n_constraints)):
+                if have != want:
+                    f.fail(f"section 1 (header) {name}", f"{want} (from {expect.source})",
+                           f"{have} (the r1cs of another circuit?)")
         sec = f.section(2, "constraints")
         if sec.length < 12 * n_constraints:
             f.fail("section 2 (constraints) length", f"at least {12 * n_constraints} bytes for "
@@ -116,8 +142,9 @@ def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
     """Walk the 3m linear combinations (A, B, C of each constraint), then gather terms with numpy."""
     end = sec.offset + sec.length
     term = 4 + N8R
-    counts = [0] * (3 * m)
-    first = [0] * (3 * m)  # offset of the first term of each combination
+    # int64 arrays, not lists: 16 bytes per combination instead of ~70 (3.4 GB for 2^24 constraints)
+    counts = array.array("q", [0]) * (3 * m)
+    first = array.array("q", [0]) * (3 * m)  # offset of the first term of each combination
     unpack, buf, pos = struct.Struct("<I").unpack_from, f.buf, sec.offset
     for j in range(3 * m):  # the one Python loop: 3m iterations, bounds checked inline
         if pos + 4 > end:
@@ -130,7 +157,7 @@ def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
         counts[j] = n
         first[j] = pos + 4
         pos += 4 + n * term
-    counts, first = np.array(counts, dtype=np.int64), np.array(first, dtype=np.int64)
+    counts, first = np.frombuffer(counts, dtype=np.int64), np.frombuffer(first, dtype=np.int64)
     if pos != end:
         f.fail("section 2 (constraints) length", f"{pos - sec.offset} bytes for {m} constraints", sec.length)
     total = int(counts.sum())
@@ -164,21 +191,15 @@ def _gather(raw: np.ndarray, offsets: np.ndarray, width: int) -> np.ndarray:
 # .zkey (Groth16)
 
 
-def read_zkey(path) -> tuple[ProvingKey, ConstraintSystem]:
-    """Proving key (with its verifying key) and the A/B matrices (C=None) of a Groth16 zkey."""
+def read_zkey(path, check_points: bool = True) -> tuple[ProvingKey, ConstraintSystem]:
+    """Proving key (with its verifying key) and the A/B matrices (C=None) of a Groth16 zkey.
+
+    Every point (sections 2, 3, 5-9) is checked on its curve and in the subgroup of order r
+    (``_check_points``; ``meta["points_checked"]`` says so) unless ``check_points`` is False
+    (tests that read the fixtures many times; nothing that proves)."""
     with BinFile(path, b"zkey", (1,)) as f:
-        proto_sec = f.expect_length(1, "protocol", 4, "one u32")
-        proto = f.u32(proto_sec.offset, "protocol")
-        if proto != 1:
-            f.fail("protocol", "1 (groth16)", f"{proto} ({ZKEY_PROTOCOLS.get(proto, 'unknown')})")
-        hdr = _read_zkey_header(f)
+        hdr, secs = _groth16_sections(f)
         n_vars, n_public, n = hdr["nVars"], hdr["nPublic"], hdr["domainSize"]
-        n_private = n_vars - n_public - 1
-        secs = {}
-        for sid, what, count, size in ((3, "IC", n_public + 1, G1_RAW), (5, "A", n_vars, G1_RAW),
-                                       (6, "B1", n_vars, G1_RAW), (7, "B2", n_vars, G2_RAW),
-                                       (8, "C", n_private, G1_RAW), (9, "H", n, G1_RAW)):
-            secs[what] = f.expect_length(sid, what, count * size, f"{count} points of {size} bytes")
         cs, n_constraints = _read_coefficients(f, n_vars, n_public, n)
         # A, B1, B2 by density: only the points other than infinity are converted and kept
         a_wires = _present_wires(f, secs["A"], "A")
@@ -189,19 +210,95 @@ def read_zkey(path) -> tuple[ProvingKey, ConstraintSystem]:
             f.fail("sections 6 (B1) and 7 (B2)", "the same wires at infinity (v_i(tau) = 0 in both groups)",
                    f"wire {int(diff[0])} at infinity in {'B2' if diff[0] in b_wires else 'B1'} only "
                    f"({len(diff)} wires differ; corrupt or not one setup)")
-        pts = {what: _points(f, sec, what, {"A": a_wires, "B1": b_wires, "B2": b_wires}.get(what))
-               for what, sec in secs.items()}
+        kept = {"A": a_wires, "B1": b_wires, "B2": b_wires}
+        pts = {what: _points(f, sec, what, kept.get(what)) for what, sec in secs.items()}
+        t0 = time.perf_counter()
+        if check_points:
+            _check_points(f, hdr, pts, kept)
+        checked = time.perf_counter() - t0
         vk = VerifyingKey(alpha_g1=hdr["alpha1"], beta_g2=hdr["beta2"], gamma_g2=hdr["gamma2"],
                           delta_g2=hdr["delta2"], ic=pts["IC"])
         meta = {"source": os.path.abspath(f.path), "format": "snarkjs-zkey", "protocol": "groth16",
                 "curve": "bls12381", "n_constraints": n_constraints, "n_vars": n_vars,
-                "n_public": n_public, "domain_size": n}
+                "n_public": n_public, "domain_size": n,
+                "points_checked": POINTS_CHECKED if check_points else "no",
+                "points_check_seconds": round(checked, 3)}
         pk = ProvingKey(vk=vk, beta_g1=hdr["beta1"], delta_g1=hdr["delta1"], a_query=pts["A"],
                         b_g1_query=pts["B1"], b_g2_query=pts["B2"], l_query=pts["C"],
                         h_query=pts["H"], meta=meta, a_wires=_index_or_none(a_wires, n_vars),
                         b_wires=_index_or_none(b_wires, n_vars))
         pk.validate()
         return pk, cs
+
+
+@dataclass(frozen=True)
+class ZkeySizes:
+    """A Groth16 zkey's sizes from its headers (read_zkey_sizes): wires, public inputs, the QAP
+    domain and section 4's coefficient records (A and B, with the nPublic+1 binding rows)."""
+
+    n_vars: int
+    n_public: int
+    domain: int
+    n_coefficients: int
+
+
+def read_zkey_sizes(path) -> ZkeySizes:
+    """The sizes of a Groth16 zkey, read from its headers only (sections 1 and 2, section 4's count)
+    after every section's length is checked against them; no point or coefficient is read. For
+    the preflight: what the conversion will need is known before it allocates anything."""
+    with BinFile(path, b"zkey", (1,)) as f:
+        hdr, _ = _groth16_sections(f)
+        return ZkeySizes(hdr["nVars"], hdr["nPublic"], hdr["domainSize"], _coefficient_count(f)[1])
+
+
+def _groth16_sections(f: BinFile) -> tuple[dict, dict]:
+    """(header, point sections by name) of a Groth16 zkey, each point section's length checked."""
+    proto_sec = f.expect_length(1, "protocol", 4, "one u32")
+    proto = f.u32(proto_sec.offset, "protocol")
+    if proto != 1:
+        f.fail("protocol", "1 (groth16)", f"{proto} ({ZKEY_PROTOCOLS.get(proto, 'unknown')})")
+    hdr = _read_zkey_header(f)
+    n_vars, n_public, n = hdr["nVars"], hdr["nPublic"], hdr["domainSize"]
+    n_private = n_vars - n_public - 1
+    secs = {}
+    for what, count, size in (("IC", n_public + 1, G1_RAW), ("A", n_vars, G1_RAW), ("B1", n_vars, G1_RAW),
+                              ("B2", n_vars, G2_RAW), ("C", n_private, G1_RAW), ("H", n, G1_RAW)):
+        secs[what] = f.expect_length(SECTION_IDS[what], what, count * size, f"{count} points of {size} bytes")
+    return hdr, secs
+
+
+SECTION_IDS = {"IC": 3, "A": 5, "B1": 6, "B2": 7, "C": 8, "H": 9}
+HEADER_POINTS = ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2")
+POINTS_CHECKED = "on the curve and in the subgroup of order r"
+
+
+def _check_points(f: BinFile, hdr: dict, pts: dict, kept: dict) -> None:
+    """Refuse the first point of the key (header, then sections 3, 5-9) that is off its curve or
+    outside the subgroup of order r, naming its section and its index there (``kept``: the file
+    indices of the points read by density). Without it such a key failed late: off the curve when
+    the provers built their points (after Ray started), outside the subgroup as a proof that does
+    not verify, blamed on the witness.
+
+    Cost: ~65 us per G1 point, ~125 us per G2 point, one core (curve.first_invalid_point): ~0.2 s
+    at 2^10, ~26 s at 2^16, ~7 min at 2^20 (A, B1, C, H of ~2^20 G1 points each and B2 in G2).
+    Paid once per zkey: the conversion is cached (formats.zkey_cache), later runs load it."""
+    for name in HEADER_POINTS:
+        _refuse_invalid(f, hdr[name], f"section 2 (groth16 header) {name}")
+    for what, arr in pts.items():
+        keep = kept.get(what)
+        _refuse_invalid(f, arr, f"section {SECTION_IDS[what]} ({what}) point", keep)
+
+
+def _refuse_invalid(f: BinFile, arr: np.ndarray, field: str, keep: np.ndarray | None = None) -> None:
+    bad = first_invalid_point(arr)
+    if bad is None:
+        return
+    index, reason = bad
+    group = "G2" if arr.ndim == 4 else "G1"
+    if field.endswith(" point"):
+        field += f" {index if keep is None else int(keep[index])}"
+    found = reason[len("point "):] if reason.startswith("point ") else reason
+    f.fail(field, f"a point on the {group} curve in its subgroup of order r", f"one that {found}")
 
 
 def _read_zkey_header(f: BinFile) -> dict:
@@ -230,13 +327,19 @@ def _read_zkey_header(f: BinFile) -> dict:
 COEF_DTYPE = np.dtype([("matrix", "<u4"), ("row", "<u4"), ("wire", "<u4"), ("value", "<u8", (FR_LIMBS,))])
 
 
-def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[ConstraintSystem, int]:
-    """A and B from section 4; strips and verifies the nPublic+1 extra rows; returns (cs, m)."""
+def _coefficient_count(f: BinFile):
+    """(section 4, its record count), the count checked against the section's length."""
     sec = f.section(4, "coefficients")
     count = f.u32(sec.offset, "coefficient count", sec.offset + sec.length)
     if sec.length != 4 + count * COEF_DTYPE.itemsize:
         f.fail("section 4 (coefficients) length", f"{4 + count * COEF_DTYPE.itemsize} bytes for "
                f"{count} records of {COEF_DTYPE.itemsize}", sec.length)
+    return sec, count
+
+
+def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[ConstraintSystem, int]:
+    """A and B from section 4; strips and verifies the nPublic+1 extra rows; returns (cs, m)."""
+    sec, count = _coefficient_count(f)
     rec = f.array(sec.offset + 4, COEF_DTYPE, count, "coefficients")
     matrix, rows, wires = rec["matrix"], rec["row"].astype(np.int64), rec["wire"].astype(np.int64)
     if count and matrix.max() > 1:

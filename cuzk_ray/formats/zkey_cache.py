@@ -8,6 +8,10 @@ directory and renamed into place, so a crash or a concurrent writer never leaves
 Version 2: the key is stored by density (read_zkey drops the points at infinity and keeps the
 a_wires / b_wires indices). An entry of version 1 (a dense conversion) is not loaded: it is
 removed and the zkey converted again, so dense and density entries are never mixed.
+
+Version 3: every point was checked on its curve and in the subgroup of order r when the entry was
+converted (read_zkey; ``meta["points_checked"]`` in its manifest says so, with the seconds it
+took), so loads of the entry skip the check. An entry of version 2 was not checked: converted again.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
 from .snarkjs import read_zkey
 
-CACHE_VERSION = 2  # 2: stored by density (a_wires, b_wires); 1: dense, converted again
+CACHE_VERSION = 3  # 3: points checked; 2: stored by density, unchecked; 1: dense (both converted again)
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
@@ -41,7 +45,7 @@ def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
     path = os.fspath(path)
     if not os.path.isfile(path):
         read_zkey(path)  # raises the reader's FormatError for a missing file
-    digest = file_sha256(path)
+    digest = zkey_digest(path)
     entry = os.path.join(os.fspath(cache_dir), digest)
     cached = _load_entry(entry, digest)
     if cached is not None:
@@ -55,6 +59,32 @@ def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
     _store_entry(entry, pk, cs)
     pk.meta["cache"] = "miss"
     return pk, cs
+
+
+def zkey_cached(path, cache_dir) -> bool:
+    """True when this exact file has a complete entry of the current version in ``cache_dir``
+    (its conversion and point check will not run again; the preflight then needs no disk for it)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(os.path.join(os.fspath(cache_dir), zkey_digest(path), "manifest.json")) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("version") == CACHE_VERSION
+
+
+_DIGESTS: dict[tuple, str] = {}  # (path, size, mtime_ns, inode) -> SHA-256: the preflight and the load hash once
+
+
+def zkey_digest(path: str) -> str:
+    """The file's SHA-256, computed once per process for the same file (path, size, mtime, inode)."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]
 
 
 def _arrays(pk: ProvingKey, cs: ConstraintSystem) -> dict[str, np.ndarray]:
