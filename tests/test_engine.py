@@ -214,7 +214,7 @@ def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch
 def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, key, tmp_path):
     """On one node a bundle-backed key is not put in the object store: the actors map the same
     file (BundleKey). Its twin: an in-memory key goes in the object store (ObjectRefs)."""
-    from cuzk_ray.engines.types import BundleKey
+    from cuzk_ray.engines.types import BundleKey, StoreKey
     from cuzk_ray.formats.native import load_bundle, save_bundle
 
     pk, cs = key
@@ -226,5 +226,6 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     engine.shutdown()
     assert not batch.failed and all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     in_memory = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, provers=1)
-    assert isinstance(in_memory.executor.key_refs[0], ray.ObjectRef)
+    assert isinstance(in_memory.executor.key_refs[0], StoreKey)  # refs inside a value, not constructor args
+    assert isinstance(in_memory.executor.key_refs[0].pk, ray.ObjectRef)
     in_memory.shutdown()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..backends import resolve_backend_name
 from .admission import parse_bytes
 
-ENGINES = ("ray", "local")
+ENGINES = ("auto", "ray", "local")
 PLACEMENTS = ("auto", "gpu", "cpu")
 
 
@@ -16,7 +16,9 @@ PLACEMENTS = ("auto", "gpu", "cpu")
 class EngineSettings:
     """How proofs are run. ``backend`` is stored resolved ("auto" -> "cpu" | "cuda").
 
-    engine: ray (embedded or the cluster at ray.address) | local (this process, no Ray).
+    engine: auto (engines.choice: local for a small batch and no cluster, else ray) | ray (embedded
+    or the cluster at ray.address) | local (this process, no Ray). The Engine itself needs ray or
+    local: ``open_engine`` resolves auto.
     pw: partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU provers.
     provers: prover actors (None: one per GPU x gpu_workers_per_device, or one CPU prover per node).
     placement: where prover actors go: gpu (one per GPU), cpu (one per node), auto (follows the
