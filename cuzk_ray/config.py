@@ -44,6 +44,7 @@ class MemoryConf:
 @dataclass
 class ProveConf:
     output_dir: str = "outputs/prove"
+    verbose: bool = False  # everything: cuzk_ray's debug lines, Ray's own log lines and start-up warnings
     resume: bool = False  # output_dir holds an interrupted run: prove only what it lacks (same run only)
     overwrite: bool = False  # output_dir holds an earlier run: remove its files (only the contract's names)
     engine: str = "auto"  # auto (local for a small batch and no cluster, else ray: engines/choice.py) | ray | local

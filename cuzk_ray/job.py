@@ -25,17 +25,18 @@ from .console import LOG_FILE, Console, Progress
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the checkout's (an editable install's) conf/
 
 
-def run(cfg: dict, console: Console | None = None) -> int:
+def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int:
     """Prove the batch ``cfg`` describes (a plain dict: OmegaConf.to_container of conf/config.yaml);
     returns the exit code. Known failures raise errors.* / ValueError (errors.exit_with_error turns
-    them into one line), SIGINT raises errors.Interrupted after the partial manifest is written."""
+    them into one line), SIGINT raises errors.Interrupted after the partial manifest is written.
+    ``scratch``: output_dir is the command's temporary folder (removed after): not named at the end."""
     from . import outputs
     from .backends import resolve_backend_name
     from .circuits import make_circuit
     from .engines import EngineSettings
     from .errors import Interrupted, OutputError
 
-    console = console or Console()
+    console = console or Console(verbose=bool(cfg.get("verbose")))
     settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
     if cfg["proofs"] < 1:
         raise ValueError(f"proofs={cfg['proofs']}: must be at least 1")
@@ -47,7 +48,7 @@ def run(cfg: dict, console: Console | None = None) -> int:
     with out:
         console.log_to(out.path / LOG_FILE)
         try:
-            return prove(cfg, settings, circuit, out, console)
+            return prove(cfg, settings, circuit, out, console, scratch)
         except KeyboardInterrupt:
             raise Interrupted(stopped(out, "SIGINT", "interrupted")) from None
         except OutputError as e:
@@ -79,7 +80,7 @@ def proof_count(cfg: dict, circuit) -> int:
     return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
 
 
-def prove(cfg: dict, settings, circuit, out, console: Console) -> int:
+def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
     from .engines import open_engine
@@ -157,9 +158,10 @@ def prove(cfg: dict, settings, circuit, out, console: Console) -> int:
     if batch is not None:
         say(stage_table(batch.results, batch.wall_s, len(todo) - len(batch.failed)))
     total = time.perf_counter() - t_start
+    kind = "manifest" if manifest.name == outputs.MANIFEST else "partial manifest (some proofs failed)"
+    where = "" if scratch else f"; {kind}: {manifest}"
     say(f"total {total:.1f} s (start-up {startup_s:.1f} s, proving {batch.wall_s if batch else 0.0:.1f} s); "
-        f"{len(written)} partitions proved and verified in this run; "
-        f"{'manifest' if manifest.name == outputs.MANIFEST else 'partial manifest (some proofs failed)'}: {manifest}")
+        f"{len(written)} partitions proved and verified in this run{where}")
     if failed:
         raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
     return 0
@@ -185,19 +187,24 @@ def schema_keys(node=None, prefix: str = "") -> list[str]:
     return keys
 
 
-def refuse_additions(argv: list[str]) -> None:
-    """``+key=value`` (and ``++key=value``) make Hydra add a key the structured schema rejects
-    otherwise (a plain ``proof=2`` is refused, ``+proof=2`` was accepted and ignored): refused,
-    with the nearest known key. ``hydra.*`` keys are Hydra's own and pass."""
+def refuse_additions(argv: list[str], schema=None) -> None:
+    """Keys the job does not have, refused in one line before Hydra runs (its own refusal is a
+    multi-line error with exit 1, and ``+key=value`` / ``++key=value`` make it *add* the key,
+    which the structured schema then accepts and the job ignores: ``+proof=2`` ran one proof).
+    ``hydra.*`` keys are Hydra's own and pass; ``schema``: config.ProveConf unless given."""
+    keys = set(schema_keys(schema))
     for a in argv:
         m = OVERRIDE.match(a)
-        if not m or not m.group(1) or m.group(2).startswith("hydra."):
+        if not m or m.group(2).split(".")[0] == "hydra":
             continue
-        key = m.group(2)
-        near = difflib.get_close_matches(key, schema_keys(), n=1)
+        plus, key = m.group(1), m.group(2)
+        if key in keys:
+            if plus:
+                raise ValueError(f"{a}: '{plus}' adds a key, and {key} exists: set it as {a.lstrip('+')}")
+            continue
+        near = difflib.get_close_matches(key, sorted(keys), n=1)
         hint = f"; did you mean {near[0]}=...?" if near else ""
-        raise ValueError(f"{a}: '+' adds a key, and {key} is not one the job has (cuzk_ray/config.py lists them; "
-                         f"existing keys are set without '+'){hint}")
+        raise ValueError(f"{a}: {key} is not a key of the job (cuzk_ray/config.py lists them){hint}")
 
 
 def output_dir_override(argv: list[str]) -> str | None:

@@ -34,7 +34,9 @@ def main(cfg: DictConfig) -> None:
     # must not print a "--- Logging error ---" traceback: the console still shows the line.
     logging.raiseExceptions = False
     plain = OmegaConf.to_container(cfg, resolve=True)
-    console = Console(verbose="--verbose" in VERBOSE)
+    if VERBOSE:
+        plain["verbose"] = True
+    console = Console(verbose=bool(plain["verbose"]))
     try:
         code = run(plain, console)
     except Exception as e:  # noqa: BLE001  known errors become one line; others keep the traceback

@@ -3,8 +3,9 @@
 The rule (checked in this order; the first that applies decides, and its reason is printed):
 
 1. a cluster is given (``ray.address`` or ``RAY_ADDRESS``) -> ray: the work goes where the user sent it;
-2. settings only Ray honours are set (``provers``, ``ray.dashboard``, ``ray.metrics_export_port``)
-   -> ray: the user asked for what the local engine does not have;
+2. settings only Ray honours are set (``provers``, ``ray.dashboard``, ``ray.metrics_export_port``,
+   ``ray.num_cpus``, ``ray.num_gpus``, ``ray.object_store_memory``) -> ray: the user asked for
+   what the local engine does not have;
 3. more than one GPU would prove (backend=cuda and more than one visible GPU) -> ray: one prover
    actor per GPU; the local engine drives one device;
 4. the batch is large: partitions x domain size above ``LOCAL_MAX_CONSTRAINTS`` (2^24) -> ray:
@@ -27,6 +28,8 @@ from dataclasses import dataclass, replace
 from .settings import EngineSettings
 
 LOCAL_MAX_CONSTRAINTS = 1 << 24
+# settings of an embedded Ray: set, they say the user wants Ray
+RAY_ONLY = ("dashboard", "metrics_export_port", "num_cpus", "num_gpus", "object_store_memory")
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,8 @@ def choose_engine(settings: EngineSettings, partitions: int, domain_size: int, g
     address = cluster_address(settings)
     if address:
         return EngineChoice("ray", f"auto: a cluster was given ({address})")
-    wanted = [k for k, v in (("provers", settings.provers), ("ray.dashboard", settings.ray.get("dashboard")),
-                             ("ray.metrics_export_port", settings.ray.get("metrics_export_port"))) if v]
+    wanted = [k for k, v in [("provers", settings.provers)] + [(f"ray.{k}", settings.ray.get(k)) for k in RAY_ONLY]
+              if v is not None and v is not False]
     if wanted:
         return EngineChoice("ray", f"auto: {', '.join(wanted)} set, which only the Ray engine honours")
     if settings.backend == "cuda":
@@ -62,8 +65,6 @@ def choose_engine(settings: EngineSettings, partitions: int, domain_size: int, g
             from ..backends import visible_gpus
 
             gpus = visible_gpus()
-        limit = settings.ray.get("num_gpus")
-        gpus = min(gpus, limit) if limit is not None else gpus
         if gpus > 1:
             return EngineChoice("ray", f"auto: {gpus} GPUs, one prover each (the local engine drives one)")
     total = partitions * domain_size

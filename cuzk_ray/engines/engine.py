@@ -112,7 +112,7 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         from .choice import cluster_address
         from .ray_setup import prepare_embedded_auth
 
-        prepare_embedded_auth(cluster_address(settings))  # before Ray is first imported
+        prepare_embedded_auth(cluster_address(settings), bool(settings.ray.get("verbose")))  # before Ray's import
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path

@@ -35,7 +35,7 @@ def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
     when this call started or connected Ray (so the caller shuts it down)."""
     if ray.is_initialized():
         return False
-    kwargs = {"logging_level": logging.WARNING, "log_to_driver": True}
+    kwargs = {"logging_level": logging.INFO if ray_cfg.get("verbose") else logging.WARNING, "log_to_driver": True}
     address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
     if ship_package(ray_cfg, address):
         # Workers on other nodes (or without the package installed) import cuzk_ray from here.

@@ -15,13 +15,13 @@ from pathlib import Path
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
 
 
-def prepare_embedded_auth(address: str | None) -> bool:
+def prepare_embedded_auth(address: str | None, verbose: bool = False) -> bool:
     """Before an embedded Ray starts: keep Ray 2.60's default (token auth on) but say it explicitly
     (``RAY_AUTH_MODE=token``), which is what makes Ray skip its "Token authentication is enabled
     ... Set RAY_AUTH_MODE=disabled to opt out" WARNING. Only when no cluster is given (a cluster's
     own mode must be left to the cluster's config), the user has not set the variable, and Ray is
-    not imported yet. Returns True when it set the variable."""
-    if address or AUTH_MODE_ENV in os.environ or "ray" in sys.modules:
+    not imported yet; ``verbose`` leaves Ray to say what it says. Returns True when it set the variable."""
+    if verbose or address or AUTH_MODE_ENV in os.environ or "ray" in sys.modules:
         return False
     os.environ[AUTH_MODE_ENV] = "token"
     return True

@@ -64,7 +64,8 @@ class EngineSettings:
                    provers=cfg["provers"], cpu_threads=cfg["cpu_threads"],
                    host_budget=parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget"),
                    gpu_workers_per_device=cfg["gpu_workers_per_device"], gpu_concurrency=cfg["gpu_concurrency"],
-                   max_attempts=cfg["max_attempts"], ray=dict(cfg.get("ray") or {}))
+                   max_attempts=cfg["max_attempts"],
+                   ray=dict(cfg.get("ray") or {}, verbose=bool(cfg.get("verbose", False))))
 
     @property
     def prover_placement(self) -> str:
