@@ -199,7 +199,7 @@ def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch
         def __init__(self, *args):
             raise MemoryError("GPU memory: the key's queries (G1 and G2) need 9.00 GiB, 1.00 GiB free")
 
-        def ready(self):
+        def ready(self, key=None):
             return {}
 
     monkeypatch.setattr(engine_mod, "CpuProver", FailingProver)
