@@ -1,7 +1,7 @@
 """The Ray executor: a synthesis task per partition feeding prover actors.
 
     synth:<proof>:<partition>  Ray task (CPU, memory=, spread over nodes) -> Arrow RecordBatch
-    <Cpu|Gpu>Prover.prove      Ray actor (least loaded)                  -> PartitionOutcome
+    prove:<proof>:<partition>  <Cpu|Gpu>Prover.prove, Ray actor (least loaded) -> PartitionOutcome
 
 It only submits and reports completions; ordering, retries, budgets and verification are the
 scheduler's. Tasks receive plain dicts and ObjectRefs only (never OmegaConf objects or big values).
@@ -93,7 +93,8 @@ class RayExecutor:
                                                              work.proof.synth_fn)
         work.prover = int(np.argmin(self.load))
         self.load[work.prover] += 1
-        self._in_flight[self.provers[work.prover].prove.remote(batch, self.key_refs[0])] = work
+        prove = self.provers[work.prover].prove.options(name=f"prove:{work.proof_id}:{work.partition}")
+        self._in_flight[prove.remote(batch, self.key_refs[0])] = work
 
     def next_completion(self, timeout: float | None = None) -> Completion | None:
         """The first proof to come back, or why its attempt failed (actor died, task raised)."""
