@@ -43,6 +43,7 @@ class Console:
         self.stream = stream or sys.stdout
         self.log = logging.getLogger(f"{LOGGER}.job")
         root = logging.getLogger(LOGGER)
+        self._saved = (root.level, root.propagate)  # restored by close(): a test or a caller may share the process
         root.setLevel(logging.DEBUG if verbose else logging.INFO)
         root.propagate = False  # our lines are ours: not Hydra's or Ray's handlers
         for h in list(root.handlers):
@@ -82,11 +83,14 @@ class Console:
             self._file.handle(self.log.makeRecord(self.log.name, logging.INFO, __file__, 0, line, None, None))
 
     def close(self) -> None:
+        """Remove this console's handlers (the log file closed) and restore the logger as it was."""
         root = logging.getLogger(LOGGER)
         for h in self._handlers:
             root.removeHandler(h)
             h.close()
         self._handlers, self._file = [], None
+        root.setLevel(self._saved[0])
+        root.propagate = self._saved[1]
 
 
 def _duration(s: float) -> str:
