@@ -5,7 +5,7 @@ The rule (checked in this order; the first that applies decides, and its reason 
 1. a cluster is given (``ray.address`` or ``RAY_ADDRESS``) -> ray: the work goes where the user sent it;
 2. settings only Ray honours are set (``provers``, ``ray.dashboard``, ``ray.metrics_export_port``,
    ``ray.num_cpus``, ``ray.num_gpus``, ``ray.object_store_memory``) -> ray: the user asked for
-   what the local engine does not have;
+   what the local engine does not have (``pw`` is no such sign: the hardware profiles set it);
 3. more than one GPU would prove (backend=cuda and more than one visible GPU) -> ray: one prover
    actor per GPU; the local engine drives one device;
 4. the batch is large: partitions x domain size above ``LOCAL_MAX_CONSTRAINTS`` (2^24) -> ray:
