@@ -127,7 +127,8 @@ def export_vk(zkey: str, out: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="cuzk-ray", usage=USAGE, description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="cuzk-ray", usage="\n" + USAGE,
+                                 description=__doc__.split("\n\n")[0].replace("``", ""),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verbose", action="store_true", help="show everything (Ray's own log lines too)")
     ap.add_argument("-o", "--output-dir", default=None, help="batch form: where the proofs go")
