@@ -80,6 +80,15 @@ def proof_count(cfg: dict, circuit) -> int:
     return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
 
 
+def known_domain(circuit) -> int | None:
+    """The QAP domain size before the key is read: the built-in circuit's from its config, a
+    zkey's from its header when the circuit can read it (key_shape); None: known after load_key."""
+    if circuit.kind == "porep":
+        return circuit.domain_size()
+    shape = circuit.key_shape()
+    return shape.domain if shape is not None else None
+
+
 def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
@@ -96,9 +105,9 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     if out.removed:
         say(f"overwrite: removed {out.removed} file(s) of the earlier run in {out.path}")
     proofs = proof_count(cfg, circuit)
-    choice = None
-    if circuit.kind == "porep":  # its size is known before the key: preflight checks the engine that will run
-        choice = choose_engine(settings, proofs * circuit.partitions, circuit.domain_size())
+    choice, domain = None, known_domain(circuit)
+    if domain is not None:  # the engine is chosen before the preflight, which checks what that engine needs
+        choice = choose_engine(settings, proofs * circuit.partitions, domain)
         settings = resolved(settings, choice)
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     # Everything that can reject the input runs before output_dir is written.
