@@ -19,7 +19,9 @@ class CircuitConf:
     circuit_seed: int = 0
     shape: str = "default"  # default | filecoin (the proportions of Filecoin's PoRep partition; circuit=porep32g)
     zkey: str | None = None  # circuit=snarkjs: the Groth16 BLS12-381 .zkey
-    witness: list[str] = field(default_factory=list)  # circuit=snarkjs: .wtns files, one proof each
+    # circuit=snarkjs: .wtns files, one proof each: a path, a list, a folder or a glob (circuits.expand_witnesses);
+    # Any, not list[str], so that a single unbracketed `circuit.witness=w.wtns` is accepted too
+    witness: Any = field(default_factory=list)
     r1cs: str | None = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
 
 
@@ -29,7 +31,7 @@ class RayConf:
     num_cpus: int | None = None  # embedded Ray only
     num_gpus: int | None = None  # embedded Ray only
     dashboard: bool = False  # embedded Ray only, bound to 127.0.0.1
-    ship_package: bool = True  # runtime_env py_modules: workers import this cuzk_ray
+    ship_package: bool | None = None  # runtime_env py_modules; None: only when connecting to a cluster
     metrics_export_port: int | None = None  # embedded Ray only: Prometheus endpoint
     object_store_memory: str | None = None  # embedded Ray only, e.g. 64GiB; null: sized for the key
 
@@ -42,9 +44,10 @@ class MemoryConf:
 @dataclass
 class ProveConf:
     output_dir: str = "outputs/prove"
+    verbose: bool = False  # everything: cuzk_ray's debug lines, Ray's own log lines and start-up warnings
     resume: bool = False  # output_dir holds an interrupted run: prove only what it lacks (same run only)
     overwrite: bool = False  # output_dir holds an earlier run: remove its files (only the contract's names)
-    engine: str = "ray"  # ray (embedded or a cluster) | local (in this process, no Ray: small single jobs)
+    engine: str = "auto"  # auto (local for a small batch and no cluster, else ray: engines/choice.py) | ray | local
     backend: str = "auto"
     proofs: int = 1
     pw: int | None = None  # partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU ones
@@ -67,6 +70,7 @@ class ProveConf:
 @dataclass
 class BenchConf(ProveConf):
     output_dir: str = "outputs/bench"
+    engine: str = "ray"  # the steady state of the Ray engine is what is measured (auto would pick local when small)
     proofs: int = 3  # measured proofs (steady state), after the warm-up
     warmup: int = 1  # proofs run first and not measured (actors warm, kernels compiled)
     plots: bool = True  # timeline.png and stages.png (needs matplotlib: pip install -e '.[bench]')

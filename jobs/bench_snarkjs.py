@@ -247,7 +247,7 @@ def ensure_artefacts(cache: Path, k: int, snarkjs: str, circom: str, ptau: Path 
 # ------------------------------------------------------------------------------------------------
 # runs
 
-STAGE_RE = re.compile(r"^(\w+)\s+([0-9.]+)\s+([0-9.]+)\s*$")
+STAGE_RE = re.compile(r"^(\w+)\s+([0-9.]+)\s+([0-9.]+)(?:\s{2}.*)?$")  # stage, median, summed, what it is
 
 
 def parse_cuzk(out: str) -> dict:
@@ -258,12 +258,12 @@ def parse_cuzk(out: str) -> dict:
         res["key_note"], res["key_s"] = m.group(1), float(m.group(2))
     for line in out.splitlines():
         s = STAGE_RE.match(line)
-        if s and s.group(1) != "stage":
+        if s and s.group(1) not in ("stage", "wall"):
             res["stages"][s.group(1)] = float(s.group(3))  # total s (one partition: = median)
         w = re.match(r"^wall\s+([0-9.]+)", line)
         if w:
             res["batch_wall_s"] = float(w.group(1))
-    m = re.search(r"^total ([0-9.]+) s;", out, re.M)
+    m = re.search(r"^total ([0-9.]+) s[ ;]", out, re.M)
     if m:
         res["in_run_s"] = float(m.group(1))
     return res
@@ -299,7 +299,7 @@ class Bench:
         dt, out = sh(cmd, env=env)
         cpu = LAST_CPU_S
         la1 = loadavg()
-        part = out_dir / "proofs" / "proof-000" / "partition-0"
+        part = out_dir / "proofs" / "witness" / "partition-0"  # proofs are named after their witness file
         _, vout = sh([self.snarkjs, "groth16", "verify", str(out_dir / "verification_key.json"),
                       str(part / "public.json"), str(part / "proof.json")])
         if "OK" not in vout:

@@ -35,13 +35,16 @@ def test_parse_cuzk_output():
     out = """key: /x/circuit.zkey (converted from the zkey, 1 witness file(s) checked, 0.4 s)
 provers: 1 x cpu; pw=1; 1 proof(s) x 1 partition(s) of snarkjs-circuit.zkey-abc
   1/1 partitions verified
-stage         median s   total s
-synthesis        0.000     0.000
-h                0.150     0.150
-msm_b_g2         2.900     2.900
-verify           0.011     0.011
-wall                       3.500   (1 partitions)
-total 5.2 s; 1 partitions verified; manifest: /tmp/o/manifest.json
+engine: local (auto: no cluster given and 1 partition(s) x 2^16 fits one process; engine=ray to use Ray)
+start-up: 0.6 s (provers ready); prover start (slowest prover): key 0.0 s, matrices 0.0 s, warm_up 0.6 s
+  1/1 partitions verified (0.29/s, in 3 s)
+stage         median s  summed s  what
+synthesis        0.000     0.000  the witness: a .wtns file read, or the built-in circuit synthesized
+h                0.150     0.150  H: iNTT, coset NTT of a, b, c, then a.b - c (snarkjs's convention)
+msm_b_g2         2.900     2.900  MSM in G2 over the B query (pi_b); CPU: its first half
+verify           0.011     0.011  pairing check of the proof, before it is written
+wall             3.500            1 partition(s) of 1 proof(s), 3.500 s/proof; the batch from first submission
+total 5.2 s (start-up 0.6 s, proving 3.5 s); 1 partitions proved and verified in this run; manifest: /tmp/o/m.json
 """
     r = bench_snarkjs.parse_cuzk(out)
     assert r["key_s"] == 0.4 and r["key_note"].startswith("converted")

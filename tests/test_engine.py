@@ -142,7 +142,8 @@ def test_named_actors_and_tasks(ray_local, key):
     actors = [a for a in list_actors(address=address, filters=[("state", "=", "ALIVE")]) if a.class_name == "CpuProver"]
     engine.shutdown()
     assert actors and all(a.name.startswith("CpuProver-") for a in actors)
-    want = {f"synth:proof-000:{k}" for k in range(3)}
+    # the prover's tasks are named per partition too (the dashboard showed CpuProver.prove for each)
+    want = {f"synth:proof-000:{k}" for k in range(3)} | {f"prove:proof-000:{k}" for k in range(3)}
     for _ in range(30):  # task events reach the GCS asynchronously (about once a second)
         names = {t.name for t in list_tasks(address=address, limit=1000)}
         if want <= names:
@@ -200,7 +201,7 @@ def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch
         def __init__(self, *args):
             raise MemoryError("GPU memory: the key's queries (G1 and G2) need 9.00 GiB, 1.00 GiB free")
 
-        def ready(self):
+        def ready(self, key=None):
             return {}
 
     monkeypatch.setattr(engine_mod, "CpuProver", FailingProver)
@@ -215,7 +216,7 @@ def test_prover_that_cannot_start_is_one_clear_error(ray_local, key, monkeypatch
 def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, key, tmp_path):
     """On one node a bundle-backed key is not put in the object store: the actors map the same
     file (BundleKey). Its twin: an in-memory key goes in the object store (ObjectRefs)."""
-    from cuzk_ray.engines.types import BundleKey
+    from cuzk_ray.engines.types import BundleKey, StoreKey
     from cuzk_ray.formats.native import load_bundle, save_bundle
 
     pk, cs = key
@@ -227,5 +228,6 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     engine.shutdown()
     assert not batch.failed and all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     in_memory = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, provers=1)
-    assert isinstance(in_memory.executor.key_refs[0], ray.ObjectRef)
+    assert isinstance(in_memory.executor.key_refs[0], StoreKey)  # refs inside a value, not constructor args
+    assert isinstance(in_memory.executor.key_refs[0].pk, ray.ObjectRef)
     in_memory.shutdown()

@@ -106,6 +106,10 @@ class PorepCircuit:
         """How errors name the proof-th proof."""
         return f"proof-{proof:03d}"
 
+    def proof_names(self) -> None:
+        """None: the engine's default ids (proof-000, proof-001, ...)."""
+        return None
+
     def proof_info(self, proof: int) -> dict:
         return {}
 
@@ -130,13 +134,8 @@ class SnarkjsCircuit:
     def from_config(cls, c: dict) -> SnarkjsCircuit:
         if not c.get("zkey"):
             raise ValueError("circuit=snarkjs needs circuit.zkey=PATH (a Groth16 BLS12-381 .zkey)")
-        witness = c.get("witness") or []
-        if isinstance(witness, str):
-            witness = [witness]
-        if not witness:
-            raise ValueError("circuit=snarkjs needs circuit.witness=[W1.wtns,...] (one proof per witness file)")
-        return cls(os.path.abspath(c["zkey"]), tuple(os.path.abspath(w) for w in witness),
-                   os.path.abspath(c["r1cs"]) if c.get("r1cs") else None)
+        witness = expand_witnesses(c.get("witness"))
+        return cls(os.path.abspath(c["zkey"]), witness, os.path.abspath(c["r1cs"]) if c.get("r1cs") else None)
 
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """(pk, cs, info) from the zkey (converted once, cached by SHA-256), cross-checked against the
@@ -211,8 +210,66 @@ class SnarkjsCircuit:
     def proof_label(self, proof: int) -> str:
         return f"witness {self.witness[proof]}"
 
+    def proof_names(self) -> tuple[str, ...]:
+        """Each proof's id in output_dir/proofs/: its witness file's name (see witness_names)."""
+        return witness_names(self.witness)
+
     def proof_info(self, proof: int) -> dict:
         return {"witness": self.witness[proof]}
+
+
+WITNESS_SUFFIX = ".wtns"
+
+
+def expand_witnesses(given) -> tuple[str, ...]:
+    """``circuit.witness`` as absolute paths, in order: one path or a list of them, where a folder
+    stands for the .wtns files in it (sorted by name) and a glob (``*``, ``?``, ``[``) for the
+    files it matches (sorted). A folder or glob that yields nothing, or nothing given, is refused."""
+    import glob
+
+    items = [given] if isinstance(given, str) else list(given or [])
+    if not items:
+        raise ValueError("circuit=snarkjs needs circuit.witness=W.wtns, a list [W1.wtns,...], a folder or a glob "
+                         "(one proof per witness file)")
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise ValueError(f"circuit.witness: {item!r} is not a path")
+        path = os.path.expanduser(item)
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(WITNESS_SUFFIX))
+            if not found:
+                raise ValueError(f"circuit.witness={item}: the folder holds no {WITNESS_SUFFIX} files")
+        elif glob.has_magic(path):
+            found = sorted(f for f in glob.glob(path) if os.path.isfile(f))
+            if not found:
+                raise ValueError(f"circuit.witness={item}: no file matches")
+        else:
+            found = [path]  # a missing file is named when the key checks it
+        out.extend(os.path.abspath(f) for f in found)
+    return tuple(out)
+
+
+def witness_names(paths) -> tuple[str, ...]:
+    """Proof ids named after the witness files: the file name less ``.wtns``, characters other
+    than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_`` and runs of dots by one (an id
+    is a directory name, and outputs refuses ids with ``..``),
+    a second file of the same name numbered (``w``, ``w-2``)."""
+    import re
+
+    names: list[str] = []
+    seen: set[str] = set()
+    for p in paths:
+        base = os.path.basename(p)
+        base = base[: -len(WITNESS_SUFFIX)] if base.endswith(WITNESS_SUFFIX) else base
+        base = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]", "_", base)).lstrip(".") or "witness"
+        name, n = base, 1
+        while name in seen:
+            n += 1
+            name = f"{base}-{n}"
+        seen.add(name)
+        names.append(name)
+    return tuple(names)
 
 
 def synthesize(spec: dict) -> CompactWitness:

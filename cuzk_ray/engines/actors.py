@@ -7,37 +7,70 @@ import os
 import time
 
 from ..partition import from_record_batch
-from .types import BundleKey, PartitionOutcome
+from .types import BundleKey, PartitionOutcome, StoreKey
 from .worker import PartitionProver
 
 
 class ProverActor:
-    """Lifecycle: construct (backend, key and matrices resident, kernels warm) -> ready() -> prove()."""
+    """Lifecycle: construct (nothing loaded) -> ready(key) (backend, key and matrices resident,
+    kernels warm) -> prove(batch, key).
 
-    def __init__(self, backend: str, pk, cs, threads: int = 2):
-        t0 = time.perf_counter()
-        if isinstance(pk, BundleKey):  # memory-mapped from the node's disk (shared page cache)
-            from ..formats.native import load_bundle
+    The key reaches the actor through its methods, not its constructor: Ray reports constructor
+    arguments that live in the object store (or hold ObjectRefs) with max_restarts > 0 as an
+    error-level line on every run. A restarted actor has no key until the next prove() hands it
+    one again (the executor passes the key's small source with every call: a BundleKey path or
+    a StoreKey of refs it holds), so a restart still works."""
 
-            pk, cs = load_bundle(pk.path, verify_hashes=False)
-        mapped = time.perf_counter() - t0
-        self.worker = PartitionProver(backend, pk, cs, threads=threads)
-        self.backend_name = self.worker.backend.name
-        self.load_seconds = {"map": round(mapped, 3), **self.worker.load_seconds,
-                             "total": round(time.perf_counter() - t0, 3)}
+    def __init__(self, backend: str, threads: int = 2):
+        import threading
 
-    def ready(self) -> dict:
-        """Where this prover runs (the engine's prover_info)."""
+        self.backend_arg, self.threads = backend, threads
+        self.worker: PartitionProver | None = None
+        self.backend_name = backend
+        self.load_seconds: dict = {}
+        self._lock = threading.Lock()  # GPU actors are threaded: load the key once
+
+    def _load(self, key) -> None:
+        """Make the key resident (once): map a bundle, or fetch the key and matrices from the store."""
+        with self._lock:
+            if self.worker is not None:
+                return
+            if key is None:
+                raise RuntimeError("this prover has no key (restarted, and no key came with the call)")
+            t0 = time.perf_counter()
+            if isinstance(key, BundleKey):  # memory-mapped from the node's disk (shared page cache)
+                from ..formats.native import load_bundle
+
+                pk, cs = load_bundle(key.path, verify_hashes=False)
+            elif isinstance(key, StoreKey):  # in the object store, by reference
+                import ray
+
+                pk, cs = ray.get([key.pk, key.cs])
+            else:
+                raise TypeError(f"key source {type(key).__name__}: expected BundleKey or StoreKey")
+            mapped = time.perf_counter() - t0
+            worker = PartitionProver(self.backend_arg, pk, cs, threads=self.threads)
+            self.backend_name = worker.backend.name
+            self.load_seconds = {"map": round(mapped, 3), **worker.load_seconds,
+                                 "total": round(time.perf_counter() - t0, 3)}
+            self.worker = worker
+
+    def ready(self, key=None) -> dict:
+        """Load the key (when given and not yet loaded); where this prover runs (prover_info)."""
         import ray
 
+        if key is not None:
+            self._load(key)
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                 "backend": self.backend_name, "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
                 "load_seconds": self.load_seconds}
 
-    def prove(self, batch, r: int | None = None, s: int | None = None) -> PartitionOutcome:
-        """Prove the partition in an Arrow batch made by the synthesis task."""
+    def prove(self, batch, key=None, r: int | None = None, s: int | None = None) -> PartitionOutcome:
+        """Prove the partition in an Arrow batch made by the synthesis task (``key``: the key's
+        source, loaded first if this actor was restarted since ready())."""
         import ray
 
+        self._load(key)
         t0 = time.perf_counter()
         part = from_record_batch(batch)
         out = self.worker.prove(part, r, s)

@@ -39,19 +39,21 @@ class Engine:
         return self.executor.prover_info
 
     def run(self, proofs: int | Sequence[int], seed: int = 0, progress: Progress | None = None,
-            synth_fn=None) -> BatchResult:
+            synth_fn=None, names: Sequence[str] | None = None) -> BatchResult:
         """Prove ``proofs`` proofs (a count: proofs 0..n-1; or the proof indices to prove, e.g. the
         ones a resumed run still lacks) of circuit.partitions partitions each; every partition verified.
 
         ``progress(result, done, total)`` is called after each verified partition (the batch job
         writes its files there, as it verifies).
-        ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures)."""
+        ``synth_fn`` replaces the circuit's synthesis (tests use it to inject failures).
+        ``names``: the proof id of each proof index (None: proof-000, ...; circom proofs are named
+        after their witness files: circuits.witness_names)."""
         t0 = time.perf_counter()
         self.scheduler.reset_peak()
         indices = range(proofs) if isinstance(proofs, int) else list(proofs)
         if len(set(indices)) != len(indices):  # checked before any is added: a refusal leaves no state behind
             raise ValueError(f"proofs={list(indices)}: each proof index at most once")
-        ids = [self.scheduler.add(p, seed, synth_fn=synth_fn) for p in indices]
+        ids = [self.scheduler.add(p, seed, synth_fn=synth_fn, proof_id=names[p] if names else None) for p in indices]
         try:
             self.scheduler.run_until(ids, progress)
             return self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)
@@ -82,6 +84,8 @@ class LocalEngine(Engine):
 
 
 def _make_executor(settings: EngineSettings, pk, cs, circuit, part_bytes: int):
+    if settings.engine == "auto":
+        raise ValueError("engine=auto must be resolved first (open_engine does, or engines.choice.choose_engine)")
     if settings.engine == "local":
         from .local import LocalExecutor
 
@@ -93,13 +97,22 @@ def _make_executor(settings: EngineSettings, pk, cs, circuit, part_bytes: int):
 
 @contextmanager
 def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
-    """A running Engine for the job, shut down on exit. For engine=ray, Ray is started or
+    """A running Engine for the job, shut down on exit (engine=auto: engines.choice decides, for one
+    proof of ``circuit``). For engine=ray, Ray is started or
     connected first (imported only then: a local run does not pay for it) and shut down on exit
     if this call started it. ``around``: a context manager entered once Ray is up and held over
     the engine's whole life (jobs/bench.py's memory sampler)."""
     started = False
+    if settings.engine == "auto":  # jobs resolve it themselves (and say why); others get the same rule for one proof
+        from .choice import choose_engine, resolved
+
+        settings = resolved(settings, choose_engine(settings, circuit.partitions, pk.domain_size))
     if settings.engine == "ray":
         from ..backends import visible_gpus
+        from .choice import cluster_address
+        from .ray_setup import prepare_embedded_auth
+
+        prepare_embedded_auth(cluster_address(settings), bool(settings.ray.get("verbose")))  # before Ray's import
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path

@@ -1,7 +1,7 @@
 """The Ray executor: a synthesis task per partition feeding prover actors.
 
     synth:<proof>:<partition>  Ray task (CPU, memory=, spread over nodes) -> Arrow RecordBatch
-    <Cpu|Gpu>Prover.prove      Ray actor (least loaded)                  -> PartitionOutcome
+    prove:<proof>:<partition>  <Cpu|Gpu>Prover.prove, Ray actor (least loaded) -> PartitionOutcome
 
 It only submits and reports completions; ordering, retries, budgets and verification are the
 scheduler's. Tasks receive plain dicts and ObjectRefs only (never OmegaConf objects or big values).
@@ -22,7 +22,8 @@ from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver
 from .admission import expected_pw
 from .metrics import RayMetrics
-from .types import BundleKey, Completion, WorkItem
+from .ray_setup import ship_package
+from .types import BundleKey, Completion, StoreKey, WorkItem
 from .worker import synthesize_witness
 
 READY_TIMEOUT_S = 600
@@ -34,13 +35,13 @@ def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
     when this call started or connected Ray (so the caller shuts it down)."""
     if ray.is_initialized():
         return False
-    kwargs = {"logging_level": logging.WARNING, "log_to_driver": True}
-    if ray_cfg.get("ship_package", True):
+    kwargs = {"logging_level": logging.INFO if ray_cfg.get("verbose") else logging.WARNING, "log_to_driver": True}
+    address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
+    if ship_package(ray_cfg, address):
         # Workers on other nodes (or without the package installed) import cuzk_ray from here.
         import cuzk_ray
 
         kwargs["runtime_env"] = {"py_modules": [os.path.dirname(cuzk_ray.__file__)]}
-    address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, **kwargs)
     else:
@@ -92,7 +93,8 @@ class RayExecutor:
                                                              work.proof.synth_fn)
         work.prover = int(np.argmin(self.load))
         self.load[work.prover] += 1
-        self._in_flight[self.provers[work.prover].prove.remote(batch)] = work
+        prove = self.provers[work.prover].prove.options(name=f"prove:{work.proof_id}:{work.partition}")
+        self._in_flight[prove.remote(batch, self.key_refs[0])] = work
 
     def next_completion(self, timeout: float | None = None) -> Completion | None:
         """The first proof to come back, or why its attempt failed (actor died, task raised)."""
@@ -118,22 +120,24 @@ def key_source(pk, cs):
     """What the prover actors get for the key: on one node, a key memory-mapped from a bundle is
     passed as its path (BundleKey: the actors map the same file, one page-cache copy in all, none
     in the object store: at 2^26 a second ~50 GiB copy ran the H200 box out of memory); else the
-    key and matrices are put in the object store once (each node fetches one copy)."""
+    key and matrices are put in the object store once (each node fetches one copy), their refs
+    wrapped in a StoreKey."""
     path = pk.meta.get("bundle_path")
     one_node = len([n for n in ray.nodes() if n["Alive"]]) == 1
     if path and cs is not None and one_node and os.path.isfile(os.path.join(path, "manifest.json")):
         return BundleKey(path), None
-    return ray.put(pk), ray.put(cs)
+    return StoreKey(ray.put(pk), ray.put(cs)), None  # refs inside a value: see StoreKey
 
 
 def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]:
     """Create the prover actors and wait until each is ready (key resident, kernels warm):
     (actor handles, their ready() info). One clear RuntimeError when they cannot start."""
     cls, placements = _placements(settings)
+    # the key goes to ready(), not the constructor (see actors.ProverActor); cs_ref is None (in pk_ref)
     actors = [ray.remote(cls).options(name=f"{cls.__name__}-{i}-{tag}", **p).remote(
-        settings.backend, pk_ref, cs_ref, settings.cpu_threads) for i, p in enumerate(placements)]
+        settings.backend, settings.cpu_threads) for i, p in enumerate(placements)]
     try:
-        info = ray.get([a.ready.remote() for a in actors], timeout=READY_TIMEOUT_S)
+        info = ray.get([a.ready.remote(pk_ref) for a in actors], timeout=READY_TIMEOUT_S)
     except ray.exceptions.GetTimeoutError:
         raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster short "
                            f"of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)") from None
@@ -142,7 +146,7 @@ def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]
         first = next((ln.strip() for ln in str(e).splitlines() if "Memory on the node" in ln), _short(e))
         raise RuntimeError(f"{cls.__name__} could not start: host memory ran out while it loaded the key "
                            f"({first[:240]})") from None
-    except ray.exceptions.RayActorError as e:  # e.g. the key or matrices do not fit in VRAM
+    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:  # e.g. the key does not fit in VRAM
         _kill(actors)
         raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
     return actors, info

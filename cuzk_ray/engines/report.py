@@ -9,15 +9,39 @@ from .types import PartitionResult
 STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
           "assemble", "gpu", "prove_total", "verify"]
 
+# What each stage is, in the words of docs/ARCHITECTURE.md (the table's legend column).
+LEGEND = {
+    "synthesis": "the witness: a .wtns file read, or the built-in circuit synthesized",
+    "upload": "the witness copied to the GPU (pinned buffer, own stream)",
+    "abc": "a, b, c = A.w, B.w, C.w (sparse matrix-vector products)",
+    "h": "H: iNTT, coset NTT of a, b, c, then a.b - c (snarkjs's convention)",
+    "gather": "witness values of the wires the key has points for (key by density)",
+    "msm_a": "MSM in G1 over the A query (pi_a)",
+    "msm_b_g1": "MSM in G1 over the B query (for pi_c)",
+    "msm_b_g2": "MSM in G2 over the B query (pi_b); CPU: its first half",
+    "msm_b_g2_hi": "CPU: the second half of the G2 MSM, on the other thread",
+    "msm_l": "MSM in G1 over the private wires' L query (pi_c)",
+    "msm_h": "MSM in G1 over the H query with h (pi_c)",
+    "assemble": "pi_a, pi_b, pi_c from the MSMs and random r, s",
+    "gpu": "GPU busy seconds of the partition (kernels only)",
+    "prove_total": "the partition on its prover: every stage above but synthesis",
+    "verify": "pairing check of the proof, before it is written",
+}
 
-def stage_table(results: list[PartitionResult], wall_s: float) -> str:
-    """Per-stage median and total seconds over the partitions, then the wall time."""
-    lines = [f"{'stage':<12}{'median s':>10}{'total s':>10}"]
+
+def stage_table(results: list[PartitionResult], wall_s: float, proofs: int | None = None) -> str:
+    """Per-stage median and summed seconds over the partitions, with what each stage is; then the
+    batch's wall time and seconds per proof. Summed time counts stages of partitions that ran at
+    once (and the MSM threads of one partition) separately, so it can exceed the wall time."""
+    lines = [f"{'stage':<12}{'median s':>10}{'summed s':>10}  what"]
     for st in STAGES:
         vals = [r.times[st] for r in results if st in r.times and np.isfinite(r.times[st])]
         if vals:
-            lines.append(f"{st:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}")
-    lines.append(f"{'wall':<12}{'':>10}{wall_s:>10.3f}   ({len(results)} partitions)")
+            lines.append(f"{st:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}  {LEGEND.get(st, '')}".rstrip())
+    n_proofs = proofs if proofs is not None else len({r.proof_id for r in results})
+    per = f", {wall_s / n_proofs:.3f} s/proof" if n_proofs else ""
+    lines.append(f"{'wall':<12}{wall_s:>10.3f}{'':>10}  {len(results)} partition(s) of {n_proofs} proof(s){per}; "
+                 f"the batch from first submission to last proof (start-up not included)")
     return "\n".join(lines)
 
 

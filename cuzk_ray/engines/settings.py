@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ..backends import resolve_backend_name
 from .admission import parse_bytes
 
-ENGINES = ("ray", "local")
+ENGINES = ("auto", "ray", "local")
 PLACEMENTS = ("auto", "gpu", "cpu")
 
 
@@ -16,7 +16,9 @@ PLACEMENTS = ("auto", "gpu", "cpu")
 class EngineSettings:
     """How proofs are run. ``backend`` is stored resolved ("auto" -> "cpu" | "cuda").
 
-    engine: ray (embedded or the cluster at ray.address) | local (this process, no Ray).
+    engine: auto (engines.choice: local for a small batch and no cluster, else ray) | ray (embedded
+    or the cluster at ray.address) | local (this process, no Ray). The Engine itself needs ray or
+    local: ``open_engine`` resolves auto.
     pw: partitions in flight; None: 2 with CPU provers, pw_per_gpu x GPUs with GPU provers.
     provers: prover actors (None: one per GPU x gpu_workers_per_device, or one CPU prover per node).
     placement: where prover actors go: gpu (one per GPU), cpu (one per node), auto (follows the
@@ -62,7 +64,8 @@ class EngineSettings:
                    provers=cfg["provers"], cpu_threads=cfg["cpu_threads"],
                    host_budget=parse_bytes(cfg["memory"]["host_budget"], "memory.host_budget"),
                    gpu_workers_per_device=cfg["gpu_workers_per_device"], gpu_concurrency=cfg["gpu_concurrency"],
-                   max_attempts=cfg["max_attempts"], ray=dict(cfg.get("ray") or {}))
+                   max_attempts=cfg["max_attempts"],
+                   ray=dict(cfg.get("ray") or {}, verbose=bool(cfg.get("verbose", False))))
 
     @property
     def prover_placement(self) -> str:

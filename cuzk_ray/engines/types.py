@@ -54,6 +54,18 @@ class BundleKey:
 
 
 @dataclass(frozen=True)
+class StoreKey:
+    """The key and matrices in the object store, handed to prover actors' methods (ready, prove)
+    inside this small value, never to their constructor: Ray reports actor constructor arguments
+    that live in the object store (or hold ObjectRefs) with max_restarts > 0 as an error-level
+    line on every run. The executor holds this value, hence the refs, for the actors' whole life,
+    so a restarted actor fetches them again on its next call (actors.ProverActor)."""
+
+    pk: object  # ray.ObjectRef of the ProvingKey
+    cs: object  # ray.ObjectRef of the ConstraintSystem
+
+
+@dataclass(frozen=True)
 class ProofRequest:
     """One proof to make: ``index`` is the circuit's proof number (synth_spec, proof labels),
     ``seq`` the order of arrival (oldest first within a priority), ``synth_fn`` an optional

@@ -1,0 +1,265 @@
+"""The prove job, shared by ``python jobs/prove.py`` (Hydra's main) and the ``cuzk-ray`` command
+(Hydra's compose API): ``run(cfg)`` proves a batch into output_dir and says what it did.
+
+What happens, in order: settings checked; ``output_dir`` locked (fresh, resume or overwrite);
+the engine chosen (``engine=auto``: engines.choice, one line saying which and why); preflight
+(built-in circuits); the key loaded; every partition proved, verified and written as it verifies,
+with a progress bar (a terminal) or plain periodic lines; the stage table; the manifest last.
+Every line the job prints is also in ``output_dir/prove.log``, with a timestamp.
+
+Also here, for both entry points: the checks of the command line made before Hydra writes
+anything (``refuse_additions``: ``+key=value`` adds keys the schema does not have, so it is
+refused like an unknown key; ``precheck_output_dir``), and ``compose`` for the command.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from .console import LOG_FILE, Console, Progress
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the checkout's (an editable install's) conf/
+
+
+def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int:
+    """Prove the batch ``cfg`` describes (a plain dict: OmegaConf.to_container of conf/config.yaml);
+    returns the exit code. Known failures raise errors.* / ValueError (errors.exit_with_error turns
+    them into one line), SIGINT raises errors.Interrupted after the partial manifest is written.
+    ``scratch``: output_dir is the command's temporary folder (removed after): not named at the end."""
+    from . import outputs
+    from .backends import resolve_backend_name
+    from .circuits import make_circuit
+    from .config import check_job_values
+    from .engines import EngineSettings
+    from .errors import Interrupted, OutputError
+
+    console = console or Console(verbose=bool(cfg.get("verbose")))
+    settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
+    check_job_values(cfg)  # proofs, seeds: refused out of range, never clamped
+    circuit = make_circuit(cfg["circuit"])
+    resolve_backend_name(cfg["setup_backend"], "setup_backend")
+    # The lock is taken before the key is made (minutes for a big dev key): a second job into the
+    # same directory, or a rerun into a used one, is refused at once.
+    out = outputs.OutputDir.open(cfg["output_dir"], resume=cfg["resume"], overwrite=cfg["overwrite"])
+    with out:
+        console.log_to(out.path / LOG_FILE)
+        try:
+            return prove(cfg, settings, circuit, out, console, scratch)
+        except KeyboardInterrupt:
+            raise Interrupted(stopped(out, "SIGINT", "interrupted")) from None
+        except OutputError as e:
+            raise OutputError(f"{e}; {stopped(out, str(e), 'stopped')}" if out.started else str(e)) from None
+        except Exception as e:  # a bug or a lost cluster: keep the partial manifest, and the traceback
+            if out.started and out.manifest_path is None:
+                stopped(out, f"{type(e).__name__}: {e}", "stopped")
+            raise
+
+
+def stopped(out, why: str, word: str) -> str:
+    """Write the partial manifest of a run that ended early; say what was kept, in one line."""
+    import signal
+
+    if not out.started:
+        return f"{word} before any proof was written to {out.path}"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the manifest in half
+    try:
+        path = out.finish({}, {}, stopped=why)
+        where = f"listed in {path}"
+    except Exception as e:  # noqa: BLE001  e.g. the disk is still full: the journal is the record
+        where = f"listed in {out.path / 'journal.jsonl'} (no manifest: {e})"
+    return (f"{len(out.entries)} verified partition(s) kept in {out.path}, {where}; "
+            f"rerun with resume=true to prove the rest")
+
+
+def proof_count(cfg: dict, circuit) -> int:
+    """Proofs in the batch: one per witness file for circom circuits, else ``proofs``."""
+    return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
+
+
+def known_domain(circuit) -> int | None:
+    """The QAP domain size before the key is read: the built-in circuit's from its config, a
+    zkey's from its header when the circuit can read it (key_shape); None: known after load_key."""
+    if circuit.kind == "porep":
+        return circuit.domain_size()
+    shape = circuit.key_shape()
+    return shape.domain if shape is not None else None
+
+
+def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
+    """The run, once output_dir is locked and known to be fresh or resumable."""
+    from . import outputs
+    from .engines import open_engine
+    from .engines.admission import check_budget, partition_host_bytes
+    from .engines.choice import choose_engine, resolved
+    from .engines.report import load_line, stage_table
+    from .errors import ProofFailed
+    from .formats.native import file_sha256
+    from .preflight import preflight
+
+    say = console.say
+    t_start = time.perf_counter()
+    if out.removed:
+        say(f"overwrite: removed {out.removed} file(s) of the earlier run in {out.path}")
+    proofs = proof_count(cfg, circuit)
+    choice, domain = None, known_domain(circuit)
+    if domain is not None:  # the engine is chosen before the preflight, which checks what that engine needs
+        choice = choose_engine(settings, proofs * circuit.partitions, domain)
+        settings = resolved(settings, choice)
+    preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
+    # Everything that can reject the input runs before output_dir is written.
+    t0 = time.perf_counter()
+    pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
+    say(f"key: {key_info['key']} ({key_info['note']}, {time.perf_counter() - t0:.1f} s)")
+    if choice is None:
+        choice = choose_engine(settings, proofs * circuit.partitions, pk.domain_size)
+        settings = resolved(settings, choice)
+    insecure = bool(pk.meta.get("insecure_dev_setup"))
+    setup_seed = pk.meta.get("seed") if insecure else None
+    if insecure:  # on every run that uses such a key, not only the one that made it
+        say(f"INSECURE: {key_info['key']} comes from the development setup (setup_seed={setup_seed}): anyone "
+            f"who knows the seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
+    check_budget(settings.host_budget, partition_host_bytes(circuit, pk.domain_size, settings.backend),
+                 circuit.circuit_id)
+    witness = tuple(circuit.witness) if circuit.kind == "snarkjs" else ()
+    identity = outputs.RunIdentity.for_key(pk.vk, circuit.circuit_id, cfg["seed"], proofs, circuit.partitions,
+                                           witness, insecure, setup_seed)
+    todo = out.start(identity, pk.vk, pk.n_public)  # refuses (writing nothing) if the disk is too small
+    if out.resume:
+        say(f"resume: {len(out.entries)} partition(s) on disk, {proofs - len(todo)} of {proofs} proof(s) complete; "
+            f"proving {len(todo)}" + (f" ({len(out.dropped)} changed or missing on disk, proved again)"
+                                      if out.dropped else ""))
+    # The witness files' hashes, once, before proving: each entry says which bytes it proved.
+    witness_sha = {w: file_sha256(w) for w in witness}
+
+    def proof_info(index: int) -> dict:
+        info = circuit.proof_info(index)
+        if "witness" in info:
+            info["witness_sha256"] = witness_sha[info["witness"]]
+        return info
+
+    info = {"circuit": circuit.circuit_id, "key": key_info["key"], "engine": settings.engine}
+    batch, written, startup_s = None, [], 0.0
+    if todo:
+        say(choice.line())
+        t_engine = time.perf_counter()
+        with open_engine(settings, pk, cs, circuit) as engine:
+            startup_s = time.perf_counter() - t_engine
+            say(f"provers: {len(engine.provers)} x {engine.backend}; pw={engine.pw}; {len(todo)} proof(s) x "
+                f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
+            what = "Ray started or connected, provers ready" if settings.engine == "ray" else "provers ready"
+            say(f"start-up: {startup_s:.1f} s ({what}); {load_line(engine.prover_info)}")
+            bar = Progress(console)
+
+            def progress(res, done, total):
+                written.append(out.add(res, proof_info(res.proof_index)))  # on disk as soon as it verifies
+                bar.update(done, total)
+
+            batch = engine.run(todo, seed=cfg["seed"], progress=progress, names=circuit.proof_names())
+        info.update({"backend": engine.backend, "wall_seconds": round(batch.wall_s, 3),
+                     "startup_seconds": round(startup_s, 3), "host_budget": batch.host_budget,
+                     "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight})
+    failed = {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()} if batch else {}
+    manifest = out.finish(info, failed)
+    if batch is not None:
+        say(stage_table(batch.results, batch.wall_s, len(todo) - len(batch.failed)))
+    total = time.perf_counter() - t_start
+    kind = "manifest" if manifest.name == outputs.MANIFEST else "partial manifest (some proofs failed)"
+    where = "" if scratch else f"; {kind}: {manifest}"
+    say(f"total {total:.1f} s (start-up {startup_s:.1f} s, proving {batch.wall_s if batch else 0.0:.1f} s); "
+        f"{len(written)} partitions proved and verified in this run{where}")
+    if failed:
+        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
+    return 0
+
+
+# -- the command line, before Hydra writes anything ---------------------------------------------
+
+OVERRIDE = re.compile(r"^(\+{0,2})([A-Za-z_][\w.]*)(@[\w.]+)?(=|~)")
+
+
+def schema_keys(node=None, prefix: str = "") -> list[str]:
+    """Every dotted key of the job's schema (config.ProveConf), for "did you mean" hints."""
+    from .config import ProveConf
+
+    node = node or ProveConf
+    keys = []
+    for f in fields(node):
+        key = f"{prefix}{f.name}"
+        keys.append(key)
+        default = f.default_factory() if callable(f.default_factory) else f.default
+        if is_dataclass(default):
+            keys.extend(schema_keys(type(default), f"{key}."))
+    return keys
+
+
+def refuse_additions(argv: list[str], schema=None) -> None:
+    """Keys the job does not have, refused in one line before Hydra runs (its own refusal is a
+    multi-line error with exit 1, and ``+key=value`` / ``++key=value`` make it *add* the key,
+    which the structured schema then accepts and the job ignores: ``+proof=2`` ran one proof).
+    ``hydra.*`` keys are Hydra's own and pass; ``schema``: config.ProveConf unless given."""
+    keys = set(schema_keys(schema))
+    for a in argv:
+        m = OVERRIDE.match(a)
+        if not m or m.group(2).split(".")[0] == "hydra":
+            continue
+        plus, key = m.group(1), m.group(2)
+        if key in keys:
+            if plus:
+                raise ValueError(f"{a}: '{plus}' adds a key, and {key} exists: set it as {a.lstrip('+')}")
+            continue
+        near = difflib.get_close_matches(key, sorted(keys), n=1)
+        hint = f"; did you mean {near[0]}=...?" if near else ""
+        raise ValueError(f"{a}: {key} is not a key of the job (cuzk_ray/config.py lists them){hint}")
+
+
+def output_dir_override(argv: list[str]) -> str | None:
+    """The plain ``output_dir=PATH`` override, if given (the last one wins, as in Hydra)."""
+    found = None
+    for a in argv:
+        key, sep, value = a.lstrip("+").partition("=")
+        if sep and key == "output_dir" and "${" not in value:
+            found = value
+    return found
+
+
+def precheck_output_dir(argv: list[str]) -> None:
+    """Hydra creates output_dir and writes its record there (.hydra/) before the job runs, with a
+    traceback when it cannot: an output_dir given on the command line that is unusable, or locked
+    by a running job (whose record Hydra would overwrite), is refused here first (OutputError)."""
+    path = output_dir_override(argv)
+    if path is not None:
+        from .outputs import OutputDir, ensure_dir
+
+        OutputDir.check_not_locked(path)
+        ensure_dir(path)
+
+
+def compose(overrides: list[str], config_name: str = "config") -> dict:
+    """The job's config from conf/ with Hydra ``key=value`` overrides, as jobs/prove.py would see
+    it (schema checked: unknown keys and bad types raise), as a plain dict. Without Hydra's run
+    directory and its .hydra/ record: the command writes only the output contract and prove.log."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .config import register
+
+    if not (CONF_DIR / f"{config_name}.yaml").is_file():
+        raise FileNotFoundError(f"{CONF_DIR / (config_name + '.yaml')}: the job's config is not there (cuzk-ray "
+                                f"reads conf/ from the checkout it is installed from: pip install -e CHECKOUT)")
+    register()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="prove"):
+            cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
+        plain = OmegaConf.to_container(cfg, resolve=True)
+    except (HydraException, OmegaConfBaseException) as e:
+        first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+        raise ValueError(f"bad override: {first}") from None
+    plain.pop("hydra", None)
+    return plain
