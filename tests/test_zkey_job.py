@@ -33,12 +33,14 @@ def raytmp():
 
 
 def job(tmp_path, raytmp, zkey, *extra, witness=WITNESS, timeout=600):
-    """prove.py on one witness, with Ray's session files in ``raytmp`` wherever Ray's temp root
-    is put (RAY_TMPDIR and TMPDIR, and cache_dir there too: a temp root under cache_dir is short)."""
+    """prove.py on one witness with engine=ray (engine=auto would run it in process: these tests
+    check that Ray does not start before the key is checked), with Ray's session files in
+    ``raytmp`` wherever Ray's temp root is put (RAY_TMPDIR and TMPDIR, and cache_dir there too: a
+    temp root under cache_dir is short)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_TMPDIR"] = env["TMPDIR"] = str(raytmp)
     args = ["circuit=snarkjs", f"circuit.zkey={zkey}", f"circuit.witness=[{witness}]",
-            f"output_dir={tmp_path / 'out'}", f"cache_dir={raytmp / 'cache'}", *extra]
+            f"output_dir={tmp_path / 'out'}", f"cache_dir={raytmp / 'cache'}", "engine=ray", *extra]
     return subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -88,7 +90,7 @@ BAD_POINTS = {
 def test_bad_point_is_refused_before_ray_starts(tmp_path, raytmp, case):
     edit, fragment = BAD_POINTS[case]
     zkey = write(tmp_path, edit)
-    res = job(tmp_path, raytmp, zkey)  # engine=ray (the default): Ray would start after the key is read
+    res = job(tmp_path, raytmp, zkey)  # engine=ray: Ray would start after the key is read
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr
     assert last_line(res) == last_line(res).strip() and last_line(res).startswith(f"error: {zkey}: ")
