@@ -28,7 +28,8 @@ class Engine:
         self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
         self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
         self.scheduler = Scheduler(self.executor, pk.vk, circuit, self.part_bytes, self.budget, self.pw,
-                                   settings.max_attempts)
+                                   settings.max_attempts, watchdog_s=settings.watchdog_s,
+                                   backoff_s=settings.retry_backoff_s, backoff_max_s=settings.retry_backoff_max_s)
 
     @property
     def provers(self) -> list:
@@ -100,6 +101,9 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
     started = False
     if settings.engine == "ray":
         from ..backends import visible_gpus
+        from .ray_env import loopback_env
+
+        loopback_env(settings.ray)  # before ray is first imported (ray_executor imports it)
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path
