@@ -3,6 +3,7 @@ the in-process executor: priority order, cancel, per-proof state; and no Ray in 
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -111,3 +112,33 @@ def test_a_submit_that_raises_fails_its_proof_and_leaks_nothing(engine, monkeypa
     monkeypatch.undo()
     batch = engine.run(1, seed=3)  # the batch ids are free again
     assert not batch.failed and len(batch.results) == 2
+
+
+def test_failed_attempts_back_off_and_the_twin_runs_out_of_attempts(engine):
+    """A partition that fails twice is retried after 0.5 s, then 1 s (retry_backoff_s=0.5,
+    doubling), and its third attempt proves it; the twin with max_attempts=2 fails its proof."""
+    cs = CIRCUIT.build()
+    pk = engine.pk
+    starts: list[float] = []
+
+    def flaky(spec):
+        from cuzk_ray.circuits import synthesize
+
+        if spec["proof"] == 0 and spec["partition"] == 1:
+            starts.append(time.monotonic())
+            if len(starts) <= 2:
+                raise OSError("transient read error (injected)")
+        return synthesize(spec)
+
+    eng = LocalEngine(pk, cs, CIRCUIT, backend="cpu", max_attempts=3, retry_backoff_s=0.5)
+    batch = eng.run(1, seed=4, synth_fn=flaky)
+    assert not batch.failed and batch.retries == 2 and len(starts) == 3
+    assert [r.attempts for r in batch.results] == [1, 3]
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert gaps[0] >= 0.5 and gaps[1] >= 1.0, gaps  # the backoff, not a hot loop
+    assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+    starts.clear()
+    twin = LocalEngine(pk, cs, CIRCUIT, backend="cpu", max_attempts=2, retry_backoff_s=0.5)
+    batch = twin.run(1, seed=4, synth_fn=flaky)
+    assert batch.failed == {"proof-000": "partition 1 failed 2 times: OSError: transient read error (injected)"}
+    assert len(starts) == 2 and not batch.results

@@ -16,8 +16,10 @@ prover left, or synthesis tasks that wait for a CPU (or memory) no node has free
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -105,6 +107,7 @@ def private_temp_dir(path: str) -> str:
     path = os.path.abspath(os.path.expanduser(path))
     if len(path) > TEMP_DIR_MAX:
         short = tempfile.mkdtemp(prefix="cuzk-ray-")  # 0700, ours
+        atexit.register(shutil.rmtree, short, ignore_errors=True)  # Ray's session files: this run's only
         log.warning("ray.temp_dir %s is too long for Ray's socket paths (> %d characters): using %s",
                     path, TEMP_DIR_MAX, short)
         path = short

@@ -310,7 +310,9 @@ class Scheduler:
             self._running[work.proof_id] = left
         self.budget.release(self.part_bytes)
         proof = self._proofs.get(work.proof_id)
-        if proof is None or proof.finished:  # cancelled or failed meanwhile: nothing to verify or retry
+        # cancelled or failed meanwhile, or a forgotten proof's late completion whose id a new proof
+        # now has (a batch stopped by the watchdog, rerun): nothing to verify, retry or attribute
+        if proof is None or proof.finished or proof.request is not work.proof:
             return None
         if done.error is not None and done.interrupted:  # not the partition's fault: again, uncounted
             work.interruptions += 1
