@@ -361,7 +361,7 @@ def _placements(settings) -> tuple[type, list[dict]]:
         return GpuProver, [one] * (settings.provers or n_gpus * gpw)
     nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
     count = settings.provers or len(nodes)
-    cpus = int(sum(n["Resources"].get("CPU", 0) for n in nodes))
+    cpus = sum(int(n["Resources"].get("CPU", 0)) for n in nodes)  # whole CPUs per node: what a prover can hold
     if cpus < count + 1:  # each CPU prover holds a CPU; synthesis tasks need one more, or wait forever
         raise RuntimeError(f"ray: the cluster has {cpus} CPU(s) and the {count} CPU prover(s) take {count}; "
                            f"synthesis needs at least one more (ray.num_cpus>={count + 1}, or fewer provers)")

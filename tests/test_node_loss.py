@@ -1,0 +1,137 @@
+"""Scheduling that cannot deadlock on a real two-node `ray start` cluster (issue 15): the job's
+watchdog names the CPU synthesis lacks (its twin: the same job once the CPUs are back), and a
+worker node lost mid-batch (its raylet killed by pid at k/N) costs time, not proofs."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cluster import LocalCluster
+
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.groth16.verifier import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+HANG_S = 600  # a hang detector's bound, far above what these small batches take
+
+HOGS = """
+import sys, time, ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init(address=sys.argv[1], logging_level="ERROR")
+
+@ray.remote(num_cpus=1)
+class Hog:
+    def ping(self):
+        return 1
+
+hogs = [Hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+        for n in ray.nodes() if n["Alive"]]
+ray.get([h.ping.remote() for h in hogs])
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"), nodes=2, cpus=2)
+    yield c
+    c.stop()
+
+
+def job(cluster, tmp_path, *overrides):
+    env = dict(cluster.env, RAY_ADDRESS=cluster.address)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit.constraints=1024",
+                             "circuit.partitions=10", "pw=2", f"output_dir={tmp_path / 'out'}",
+                             f"cache_dir={tmp_path / 'cache'}", *overrides], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def finish(p: subprocess.Popen) -> list[str]:
+    try:
+        out, _ = p.communicate(timeout=HANG_S)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return [ln for ln in re.split(r"[\r\n]", out) if ln.strip()]
+
+
+def test_watchdog_names_the_missing_cpu_and_the_twin_runs(cluster, tmp_path):
+    """Another driver holds one CPU on each node; the job's two CPU provers take the rest, so its
+    synthesis tasks can never run: one line within the watchdog's limit, exit 2 (issue 15: 400+ s
+    stuck at 13/40). The twin: the same job once the other driver is gone."""
+    hogs = subprocess.Popen([sys.executable, "-c", HOGS, cluster.address], env=cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        assert hogs.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        lines = finish(job(cluster, tmp_path / "a", "proofs=1", "watchdog_s=5"))
+        took = time.monotonic() - t0
+    finally:
+        os.killpg(hogs.pid, signal.SIGTERM)
+        hogs.wait(timeout=60)
+    assert took < HANG_S
+    assert lines[-1].startswith("error: no progress for "), "\n".join(lines)
+    assert "(watchdog_s=5): 2 synthesis task(s) wait for 1 CPU each and no node has one free: CPU 0 of 4 " \
+           "available; the 2 CPU prover actor(s) hold one each" in lines[-1]
+    assert not (tmp_path / "a" / "out" / "manifest.json").exists()
+    time.sleep(3)  # the hogs' CPUs go back to the cluster
+    p = job(cluster, tmp_path / "b", "proofs=1", "watchdog_s=5")
+    lines = finish(p)
+    assert p.returncode == 0, "\n".join(lines)
+    assert lines[-1].startswith("total ") and "manifest:" in lines[-1]
+    assert len(json.loads((tmp_path / "b" / "out" / "manifest.json").read_text())["proofs"]) == 10
+
+
+def worker_raylet_pid(cluster) -> int:
+    """The raylet of the worker node: in the process group of its `ray start`."""
+    group = cluster.procs[1].pid
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.getpgid(int(d)) == group and "raylet/raylet" in Path(f"/proc/{d}/cmdline").read_text():
+                    return int(d)
+            except (OSError, ProcessLookupError):
+                continue
+    raise AssertionError("the worker node's raylet is not running")
+
+
+def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
+    p = job(cluster, tmp_path, "proofs=4", "restart_wait_s=30")
+    buf, killed_at = "", None
+    try:
+        while True:  # the progress line is rewritten with \r: read it character by character
+            ch = p.stdout.read(1)
+            if not ch:
+                break
+            buf += ch
+            m = re.findall(r"(\d+)/40 partitions verified", buf[-40:])
+            if killed_at is None and m and int(m[-1]) >= 10:
+                os.kill(worker_raylet_pid(cluster), signal.SIGKILL)  # the worker node is gone at 10/40
+                killed_at = int(m[-1])
+        p.wait(timeout=HANG_S)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    lines = [ln for ln in re.split(r"[\r\n]", buf) if ln.strip()]
+    assert killed_at is not None, "\n".join(lines)
+    assert p.returncode == 0, "\n".join(lines)
+    assert lines[-1].startswith("total ") and "40 partitions proved and verified" in lines[-1]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    entries = manifest["proofs"]
+    assert len(entries) == 40 and not manifest.get("failed")
+    vk = read_verification_key(tmp_path / "out" / "verification_key.json")
+    assert all(verify(vk, read_public(tmp_path / "out" / e["public"]), read_proof(tmp_path / "out" / e["proof"]))
+               for e in entries)
+    assert len({e["prover_node"] for e in entries}) == 2  # both nodes proved before the loss
+    assert "is down (restarting or lost)" in buf  # the lost prover's partitions were resubmitted
