@@ -92,21 +92,9 @@ def test_watchdog_names_the_missing_cpu_and_the_twin_runs(cluster, tmp_path):
     assert len(json.loads((tmp_path / "b" / "out" / "manifest.json").read_text())["proofs"]) == 10
 
 
-def worker_raylet_pid(cluster) -> int:
-    """The raylet of the worker node: in the process group of its `ray start`."""
-    group = cluster.procs[1].pid
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if os.getpgid(int(d)) == group and "raylet/raylet" in Path(f"/proc/{d}/cmdline").read_text():
-                    return int(d)
-            except (OSError, ProcessLookupError):
-                continue
-    raise AssertionError("the worker node's raylet is not running")
-
-
-def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
-    p = job(cluster, tmp_path, "proofs=4", "restart_wait_s=30")
+def kill_node_at(p: subprocess.Popen, k: int, total: int, kill) -> tuple[str, int | None]:
+    """Read the job's output until it ends; call ``kill()`` once k/total partitions are verified.
+    Returns (the output, the count it was called at)."""
     buf, killed_at = "", None
     try:
         while True:  # the progress line is rewritten with \r: read it character by character
@@ -114,15 +102,22 @@ def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
             if not ch:
                 break
             buf += ch
-            m = re.findall(r"(\d+)/40 partitions verified", buf[-40:])
-            if killed_at is None and m and int(m[-1]) >= 10:
-                os.kill(worker_raylet_pid(cluster), signal.SIGKILL)  # the worker node is gone at 10/40
+            m = re.findall(rf"(\d+)/{total} partitions verified", buf[-40:])
+            if killed_at is None and m and int(m[-1]) >= k:
+                kill()
                 killed_at = int(m[-1])
         p.wait(timeout=HANG_S)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    return buf, killed_at
+
+
+def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
+    p = job(cluster, tmp_path, "proofs=4", "restart_wait_s=30")
+    # the worker node is gone at 10/40: its raylet killed by pid
+    buf, killed_at = kill_node_at(p, 10, 40, lambda: os.kill(cluster.raylet_pid(cluster.procs[1]), signal.SIGKILL))
     lines = [ln for ln in re.split(r"[\r\n]", buf) if ln.strip()]
     assert killed_at is not None, "\n".join(lines)
     assert p.returncode == 0, "\n".join(lines)
@@ -135,3 +130,29 @@ def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
                for e in entries)
     assert len({e["prover_node"] for e in entries}) == 2  # both nodes proved before the loss
     assert "is down (restarting or lost)" in buf  # the lost prover's partitions were resubmitted
+
+
+def test_a_node_that_joins_replaces_the_lost_one(cluster, tmp_path):
+    """After the node loss above only the head is left: a node joins, the batch starts on both,
+    that node is lost at 5/80 and another joins: the lost node's prover is given up and started
+    again on the new node, which proves partitions of the same batch (three prover nodes)."""
+    n_before = cluster.alive_nodes()
+    first = cluster.add_node()
+    deadline = time.monotonic() + 120
+    while cluster.alive_nodes() < n_before + 1:
+        assert time.monotonic() < deadline, "the first added node did not join"
+        time.sleep(1)
+    p = job(cluster, tmp_path, "proofs=8", "restart_wait_s=20")
+
+    def lose_and_replace():
+        os.kill(cluster.raylet_pid(first), signal.SIGKILL)
+        cluster.add_node()
+
+    buf, killed_at = kill_node_at(p, 5, 80, lose_and_replace)
+    lines = [ln for ln in re.split(r"[\r\n]", buf) if ln.strip()]
+    assert killed_at is not None and p.returncode == 0, "\n".join(lines)
+    assert lines[-1].startswith("total ") and "80 partitions proved and verified" in lines[-1]
+    entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["proofs"]
+    assert len(entries) == 80
+    assert "a replacement starts on node" in buf
+    assert len({e["prover_node"] for e in entries}) == 3, sorted({e["prover_node"] for e in entries})

@@ -45,6 +45,7 @@ CONNECT_TIMEOUT_S = 10  # a cluster's GCS port must accept a connection within t
 # unix socket path has at most 107 bytes.
 TEMP_DIR_MAX = 40
 PROBE_S = 0.5  # how often a down prover actor is asked whether it is back
+REPLACE_S = 5.0  # how often the nodes are looked at for one to replace a given-up CPU prover on
 # Errors that say where the attempt ran was lost (a node and the objects on it), not the partition.
 LOST = (ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError)
 
@@ -135,12 +136,15 @@ class RayExecutor:
         self.metrics = RayMetrics(circuit.circuit_id)
         key, matrices = key_source(pk, cs)
         self.key_refs = (key, matrices)  # what the actors got (held: a restarted actor needs them)
-        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=f"{os.getpid()}-{id(self):x}")
+        self._tag = f"{os.getpid()}-{id(self):x}"
+        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=self._tag)
         self.load = [0] * len(self.provers)
         self._in_flight: dict = {}  # ObjectRef of the proof -> (WorkItem, ObjectRef of its synthesis)
         self.down: dict[int, _Probe] = {}  # provers restarting (or unreachable): no work until they answer
         self.dead: dict[int, str] = {}  # provers given up: why
         self._state_api: bool | None = None  # whether ray.util.state answers here (it needs the dashboard)
+        self.replaced = 0  # CPU provers started on a new node in place of one given up
+        self._next_replace = 0.0
         # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
         self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
                                 if circuit.local_files else "SPREAD")
@@ -216,8 +220,12 @@ class RayExecutor:
             log.warning("prover %d is down (restarting or lost): no work for it until it answers", i)
 
     def _tend_probes(self) -> None:
-        """Send the probes that are due; give up provers down longer than restart_wait_s."""
+        """Send the probes that are due; give up provers down longer than restart_wait_s; look
+        for a node to replace a given-up CPU prover on (every REPLACE_S)."""
         now = time.monotonic()
+        if self.dead and self.settings.prover_placement == "cpu" and now >= self._next_replace:
+            self._next_replace = now + REPLACE_S
+            self._replace_dead()
         for i, p in list(self.down.items()):
             if now - p.since > self.settings.restart_wait_s:
                 self._give_up(i, f"not back after restart_wait_s={self.settings.restart_wait_s:g} s")
@@ -235,7 +243,41 @@ class RayExecutor:
             self._give_up(i, _short(e))
             return
         del self.down[i]
+        self.prover_info[i] = ray.get(ref)  # where it runs now (a replacement: its new node)
         log.warning("prover %d is back after %.1f s", i, time.monotonic() - p.since)
+
+    def _replace_dead(self) -> None:
+        """A CPU prover given up because its node is gone is started again on a node that has none
+        of ours and keeps a CPU for synthesis besides it (a node that joined since): hard affinity
+        again. It is down (probed) until its key is loaded. A prover given up on a node that is
+        still alive (restarts used up) is not replaced; neither are more than one round of
+        replacements per prover and restart (they would hide a prover that cannot start from the
+        watchdog)."""
+        nodes = ray.nodes()
+        alive = {n["NodeID"] for n in nodes if n["Alive"]}
+        lost = [i for i in sorted(self.dead) if self.prover_info[i]["node_id"] not in alive]
+        hosts = {self.prover_info[i]["node_id"] for i in range(len(self.provers)) if i not in self.dead}
+        free = ray.available_resources().get("CPU", 0)
+        for n in nodes:
+            if not lost or self.replaced >= len(self.provers) * (self.settings.max_restarts + 1):
+                return
+            cpus = int(n["Resources"].get("CPU", 0))
+            if not n["Alive"] or n["NodeID"] in hosts or cpus < 2 or free < 2:
+                continue
+            i = lost.pop(0)
+            self.replaced += 1
+            args = self.settings.backend, *self.key_refs, self.settings.cpu_threads
+            self.provers[i] = ray.remote(CpuProver).options(
+                name=f"CpuProver-{i}-r{self.replaced}-{self._tag}", max_restarts=self.settings.max_restarts,
+                max_task_retries=0, num_cpus=1,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(*args)
+            self.prover_info[i] = dict(self.prover_info[i], node_id=n["NodeID"])
+            log.warning("prover %d: a replacement starts on node %s (%d CPUs)", i, n["NodeID"][:12], cpus)
+            del self.dead[i]
+            now = time.monotonic()
+            self.down[i] = _Probe(None, now, now)
+            hosts.add(n["NodeID"])
+            free -= 1
 
     def _give_up(self, i: int, why: str) -> None:
         self.down.pop(i, None)
