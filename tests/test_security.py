@@ -156,6 +156,28 @@ def test_unreachable_cluster_address_is_one_line_within_30_s(tmp_path):
     assert not (tmp_path / "out" / "manifest.json").exists() and not list((tmp_path / "out").glob("proofs/*"))
 
 
+def test_an_address_that_listens_but_is_no_ray_cluster_is_one_line_within_30_s(tmp_path):
+    """Something accepts connections at ray.address but no GCS answers: Ray's own retries are
+    bounded (engines.ray_env.CONNECT_ENV) and end in one line."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)  # the kernel completes the handshakes; nothing ever answers
+        t0 = time.monotonic()
+        address = f"127.0.0.1:{s.getsockname()[1]}"
+        res = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), f"ray.address={address}",
+                              "circuit.constraints=256", "circuit.partitions=2", f"output_dir={tmp_path / 'out'}",
+                              f"cache_dir={tmp_path / 'cache'}"], capture_output=True, text=True, cwd=ROOT, env=env,
+                             timeout=HANG_S)
+        took = time.monotonic() - t0
+    last = res.stderr.strip().splitlines()[-1]
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert took <= 30, took
+    assert re.fullmatch(r"error: ray.address=127.0.0.1:\d+: no Ray cluster answered there \(.*\); need a running "
+                        r"head \(`ray start --head`\) at that address", last), last
+    assert "Traceback" not in res.stderr and not (tmp_path / "out" / "manifest.json").exists()
+
+
 def test_probe_passes_a_port_that_listens_and_refuses_a_malformed_address():
     with socket.socket() as s:  # the twin of the unreachable address: something answers
         s.bind(("127.0.0.1", 0))

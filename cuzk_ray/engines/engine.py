@@ -101,9 +101,9 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
     started = False
     if settings.engine == "ray":
         from ..backends import visible_gpus
-        from .ray_env import loopback_env
+        from .ray_env import prepare_env
 
-        loopback_env(settings.ray)  # before ray is first imported (ray_executor imports it)
+        prepare_env(settings.ray)  # before ray is first imported (ray_executor imports it)
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path

@@ -1,5 +1,5 @@
-"""The process environment an embedded Ray needs to stay on loopback, set before ``ray`` is
-imported (this module does not import it).
+"""The process environment Ray reads when it is imported (this module does not import it): an
+embedded Ray that stays on loopback, and a connection to a cluster that gives up in seconds.
 
 Ray 2.60 turns ``ray.init(_node_ip_address="127.0.0.1")`` into the machine's address (it
 "resolves" localhost to a remotely reachable IP), so its gRPC servers (GCS, raylet, core workers,
@@ -14,6 +14,12 @@ from __future__ import annotations
 import os
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# Connecting a driver to ray.address: Ray tries RAY_gcs_server_port_wait_time_s times (default 20,
+# ~1 s apart), each GCS client waiting RAY_py_gcs_connect_timeout_s: minutes for an address where
+# something listens but no GCS answers (issue 15: 300+ s). One try, 5 s for the client and 3 s per
+# RPC connection: ~12 s measured (a healthy GCS answers in milliseconds).
+CONNECT_ENV = {"RAY_gcs_server_port_wait_time_s": "1", "RAY_py_gcs_connect_timeout_s": "5",
+               "RAY_gcs_rpc_server_connect_timeout_s": "3"}
 
 
 def embedded(ray_cfg: dict) -> bool:
@@ -21,8 +27,11 @@ def embedded(ray_cfg: dict) -> bool:
     return not (ray_cfg.get("address") or os.environ.get("RAY_ADDRESS"))
 
 
-def loopback_env(ray_cfg: dict) -> None:
-    """For an embedded Ray: declare a one-node Ray so it advertises and binds 127.0.0.1 (a value
-    the user set is kept). Connecting to a cluster leaves the environment alone."""
+def prepare_env(ray_cfg: dict) -> None:
+    """For an embedded Ray: declare a one-node Ray so it advertises and binds 127.0.0.1. For a
+    cluster: bound the driver's connection attempts (CONNECT_ENV). Values the user set are kept."""
     if embedded(ray_cfg):
         os.environ.setdefault(LOOPBACK_ENV, "0")
+    else:
+        for k, v in CONNECT_ENV.items():
+            os.environ.setdefault(k, v)

@@ -40,7 +40,7 @@ from .worker import synthesize_witness
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 600
-CONNECT_TIMEOUT_S = 10  # a cluster's GCS port must accept a connection within this (issue 15: 300+ s of retries)
+CONNECT_TIMEOUT_S = 5  # a cluster's GCS port must accept a connection within this (issue 15: 300+ s of retries)
 # Ray's session directory name (~40 characters) and sockets/plasma_store follow the temp root; a
 # unix socket path has at most 107 bytes.
 TEMP_DIR_MAX = 40
@@ -53,7 +53,7 @@ LOST = (ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError, ray.except
 def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
     """Connect to ``ray.address`` / RAY_ADDRESS when given (its GCS port probed first: an address
     where nothing answers is one line within CONNECT_TIMEOUT_S, not Ray's minutes of retries), else
-    start an embedded Ray bound to 127.0.0.1 (ray_env.loopback_env must have run before ray was
+    start an embedded Ray bound to 127.0.0.1 (ray_env.prepare_env must have run before ray was
     imported: docs/SECURITY.md) with an object store of ``object_store_bytes`` (None: Ray's
     default) and its session files under ``ray.temp_dir`` (a 0700 directory). Returns True when
     this call started or connected Ray (so the caller shuts it down)."""
@@ -68,7 +68,12 @@ def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
     address = ray_cfg.get("address") or os.environ.get("RAY_ADDRESS")
     if address:
         probe_address(address)
-        ray.init(address=address, **kwargs)
+        try:
+            ray.init(address=address, **kwargs)
+        except (RuntimeError, ConnectionError, TimeoutError) as e:  # something listens; no GCS answered
+            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            raise RuntimeError(f"ray.address={address}: no Ray cluster answered there ({first[:200]}); need a "
+                               f"running head (`ray start --head`) at that address") from None
         return True
     if ray_cfg.get("temp_dir"):
         kwargs["_temp_dir"] = private_temp_dir(ray_cfg["temp_dir"])
@@ -77,7 +82,7 @@ def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
              _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"),
              object_store_memory=object_store_bytes, **kwargs)
     node_ip = ray.util.get_node_ip_address()
-    if node_ip != "127.0.0.1":  # ray was imported before loopback_env ran: its listeners are on node_ip
+    if node_ip != "127.0.0.1":  # ray was imported before prepare_env ran: its listeners are on node_ip
         log.warning("embedded Ray advertises %s, not 127.0.0.1: its servers listen beyond loopback "
                     "(set %s=0 before ray is imported; docs/SECURITY.md)", node_ip, LOOPBACK_ENV)
     return True
