@@ -162,8 +162,8 @@ class Scheduler:
             for p in self._proofs.values():
                 by_state[p.state.value] += 1
             queued = {pr.name.lower(): 0 for pr in Priority}
-            for w in self._queue:
-                if not self._proofs[w.proof_id].finished:
+            for w in self._waiting():  # (retries in their backoff too; not a forgotten proof's leftovers)
+                if self._runnable(w):
                     queued[w.proof.priority.name.lower()] += 1
             return SchedulerStatus(by_state, queued, self._in_flight, self.budget.reserved, self.budget.limit)
 
@@ -196,7 +196,7 @@ class Scheduler:
         """A queued item whose proof is still known and not finished (cancelled or forgotten
         proofs leave their items in the heap until they are popped)."""
         proof = self._proofs.get(work.proof_id)
-        return proof is not None and not proof.finished
+        return proof is not None and not proof.finished and proof.request is work.proof
 
     def step(self, timeout: float | None = None) -> PartitionResult | None:
         """Submit what fits, then settle one completion; returns the partition it verified, if any.
@@ -285,9 +285,9 @@ class Scheduler:
         while (self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes)
                and self.executor.can_submit()):
             work = heapq.heappop(self._queue)
-            proof = self._proofs.get(work.proof_id)
-            if proof is None or proof.finished:
+            if not self._runnable(work):  # its proof finished, or was forgotten (its id may be a new proof's)
                 continue
+            proof = self._proofs[work.proof_id]
             try:
                 spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
                 self.executor.submit(work, spec)
