@@ -27,6 +27,7 @@ class LocalCluster:
         self.env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
                         RAY_metrics_report_interval_ms="1000")  # metrics reach Prometheus within ~1 s
         self.env.pop("RAY_ADDRESS", None)
+        self.env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # =0 makes `ray start` refuse to form a cluster
         ray_bin = str(Path(sys.executable).with_name("ray"))
         common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--block",
                   "--disable-usage-stats"]

@@ -92,10 +92,10 @@ def test_watchdog_names_the_missing_cpu_and_the_twin_runs(cluster, tmp_path):
     assert len(json.loads((tmp_path / "b" / "out" / "manifest.json").read_text())["proofs"]) == 10
 
 
-def kill_node_at(p: subprocess.Popen, k: int, total: int, kill) -> tuple[str, int | None]:
-    """Read the job's output until it ends; call ``kill()`` once k/total partitions are verified.
-    Returns (the output, the count it was called at)."""
-    buf, killed_at = "", None
+def kill_node_at(p: subprocess.Popen, k: int, total: int, kill, then=None) -> tuple[str, int | None]:
+    """Read the job's output until it ends; call ``kill()`` once k/total partitions are verified
+    (and ``then = (k2, f)``: f() once k2 are). Returns (the output, the count kill was called at)."""
+    buf, killed_at, later = "", None, then
     try:
         while True:  # the progress line is rewritten with \r: read it character by character
             ch = p.stdout.read(1)
@@ -106,6 +106,9 @@ def kill_node_at(p: subprocess.Popen, k: int, total: int, kill) -> tuple[str, in
             if killed_at is None and m and int(m[-1]) >= k:
                 kill()
                 killed_at = int(m[-1])
+            if killed_at is not None and later and m and int(m[-1]) >= later[0]:
+                later[1]()
+                later = None
         p.wait(timeout=HANG_S)
     finally:
         if p.poll() is None:
@@ -133,26 +136,34 @@ def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
 
 
 def test_a_node_that_joins_replaces_the_lost_one(cluster, tmp_path):
-    """After the node loss above only the head is left: a node joins, the batch starts on both,
-    that node is lost at 5/80 and another joins: the lost node's prover is given up and started
-    again on the new node, which proves partitions of the same batch (three prover nodes)."""
-    n_before = cluster.alive_nodes()
-    first = cluster.add_node()
+    """After the node loss above only the head is left: node B joins and the batch starts on the
+    head and B; node C joins (no prover of ours: they are placed at the start); B is lost at 5/100:
+    its prover is given up and started again on C, which proves partitions of the same batch."""
     deadline = time.monotonic() + 120
-    while cluster.alive_nodes() < n_before + 1:
-        assert time.monotonic() < deadline, "the first added node did not join"
+    while cluster.alive_nodes() != 1:  # the GCS marks the node lost above dead (health checks: seconds)
+        assert time.monotonic() < deadline, "the lost node is still listed alive"
         time.sleep(1)
-    p = job(cluster, tmp_path, "proofs=8", "restart_wait_s=20")
+    b = cluster.add_node()
+    while cluster.alive_nodes() < 2:
+        assert time.monotonic() < deadline + 120, "node B did not join"
+        time.sleep(1)
+    p = job(cluster, tmp_path, "proofs=10", "restart_wait_s=10")
+    joined = []
 
-    def lose_and_replace():
-        os.kill(cluster.raylet_pid(first), signal.SIGKILL)
-        cluster.add_node()
+    def lose_b():
+        os.kill(cluster.raylet_pid(b), signal.SIGKILL)
 
-    buf, killed_at = kill_node_at(p, 5, 80, lose_and_replace)
+    def c_joins_then_b_is_lost():
+        if not joined:
+            joined.append(cluster.add_node())
+
+    # C is started at 1/100 (it joins while the batch runs), B lost at 5/100
+    buf, _ = kill_node_at(p, 1, 100, c_joins_then_b_is_lost, then=(5, lose_b))
+    (tmp_path / "job.log").write_text(buf)
     lines = [ln for ln in re.split(r"[\r\n]", buf) if ln.strip()]
-    assert killed_at is not None and p.returncode == 0, "\n".join(lines)
-    assert lines[-1].startswith("total ") and "80 partitions proved and verified" in lines[-1]
+    assert p.returncode == 0, "\n".join(lines[-30:])
+    assert lines[-1].startswith("total ") and "100 partitions proved and verified" in lines[-1]
     entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["proofs"]
-    assert len(entries) == 80
-    assert "a replacement starts on node" in buf
-    assert len({e["prover_node"] for e in entries}) == 3, sorted({e["prover_node"] for e in entries})
+    assert len(entries) == 100
+    assert "a replacement starts on node" in buf, "\n".join(lines[-30:])
+    assert len({e["prover_node"] for e in entries}) == 3, "\n".join(lines[-30:])  # head, B, then C

@@ -185,3 +185,21 @@ def test_probe_passes_a_port_that_listens_and_refuses_a_malformed_address():
         probe_address(f"127.0.0.1:{s.getsockname()[1]}")
     with pytest.raises(RuntimeError, match=r"ray.address=nohost: need host:port"):
         probe_address("nohost")
+
+
+def test_prepare_env_sets_only_what_is_unset_and_restore_removes_only_that(monkeypatch):
+    from cuzk_ray.engines.ray_env import CONNECT_ENV, LOOPBACK_ENV, prepare_env, restore_env
+
+    for k in (LOOPBACK_ENV, "RAY_ADDRESS", *CONNECT_ENV):
+        monkeypatch.delenv(k, raising=False)
+    added = prepare_env({})  # embedded: loopback
+    assert added == [LOOPBACK_ENV] and os.environ[LOOPBACK_ENV] == "0"
+    assert not any(k in os.environ for k in CONNECT_ENV)
+    restore_env(added)
+    assert LOOPBACK_ENV not in os.environ  # nothing left for later `ray start` clusters or jobs
+    monkeypatch.setenv(LOOPBACK_ENV, "1")  # the twin: the user's value is kept, and stays
+    assert prepare_env({}) == [] and os.environ[LOOPBACK_ENV] == "1"
+    added = prepare_env({"address": "10.0.0.1:6379"})  # a cluster: bounded connection, no loopback
+    assert sorted(added) == sorted(CONNECT_ENV) and os.environ[LOOPBACK_ENV] == "1"
+    restore_env(added)
+    assert not any(k in os.environ for k in CONNECT_ENV)

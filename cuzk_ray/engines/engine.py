@@ -101,9 +101,9 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
     started = False
     if settings.engine == "ray":
         from ..backends import visible_gpus
-        from .ray_env import prepare_env
+        from .ray_env import prepare_env, restore_env
 
-        prepare_env(settings.ray)  # before ray is first imported (ray_executor imports it)
+        added = prepare_env(settings.ray)  # before ray is first imported (ray_executor imports it)
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path
@@ -112,7 +112,10 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         store = object_store_bytes(in_store, circuit.partition_batch_bytes(),
                                    expected_pw(settings, visible_gpus() if settings.backend == "cuda" else 0),
                                    settings.ray.get("object_store_memory"))
-        started = init_ray(settings.ray, store)
+        try:
+            started = init_ray(settings.ray, store)
+        finally:
+            restore_env(added)
     try:
         with around if around is not None else nullcontext():
             engine = Engine(settings, pk, cs, circuit)

@@ -27,11 +27,20 @@ def embedded(ray_cfg: dict) -> bool:
     return not (ray_cfg.get("address") or os.environ.get("RAY_ADDRESS"))
 
 
-def prepare_env(ray_cfg: dict) -> None:
+def prepare_env(ray_cfg: dict) -> list[str]:
     """For an embedded Ray: declare a one-node Ray so it advertises and binds 127.0.0.1. For a
-    cluster: bound the driver's connection attempts (CONNECT_ENV). Values the user set are kept."""
-    if embedded(ray_cfg):
-        os.environ.setdefault(LOOPBACK_ENV, "0")
-    else:
-        for k, v in CONNECT_ENV.items():
-            os.environ.setdefault(k, v)
+    cluster: bound the driver's connection attempts (CONNECT_ENV). Values the user set are kept.
+    Returns the names it set, for restore_env once Ray is up."""
+    wanted = {LOOPBACK_ENV: "0"} if embedded(ray_cfg) else CONNECT_ENV
+    added = [k for k in wanted if k not in os.environ]
+    for k in added:
+        os.environ[k] = wanted[k]
+    return added
+
+
+def restore_env(added: list[str]) -> None:
+    """Remove what prepare_env set, once Ray has read it (when imported) and started its processes
+    (they got it with their environment): a program that goes on to start other Rays or jobs (a
+    `ray start` cluster would refuse to form with LOOPBACK_ENV=0) does not inherit it."""
+    for k in added:
+        os.environ.pop(k, None)
