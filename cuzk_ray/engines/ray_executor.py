@@ -149,6 +149,8 @@ class RayExecutor:
         self.dead: dict[int, str] = {}  # provers given up: why
         self._state_api: bool | None = None  # whether ray.util.state answers here (it needs the dashboard)
         self.replaced = 0  # CPU provers started on a new node in place of one given up
+        self._synth_watch: set = set()  # synthesis refs not seen finished yet (waited on with the proofs)
+        self._last_synth = time.monotonic()  # when a synthesis task last finished (progress too)
         self._next_replace = 0.0
         # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
         self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -171,6 +173,9 @@ class RayExecutor:
         work.prover = up[int(np.argmin([self.load[i] for i in up]))]
         self.load[work.prover] += 1
         self._in_flight[self.provers[work.prover].prove.remote(batch)] = (work, batch)
+        if not self._synth_watch:  # the synthesis clock starts with the first task of a quiet spell
+            self._last_synth = time.monotonic()
+        self._synth_watch.add(batch)
 
     def can_submit(self) -> bool:
         """A prover actor is up (not restarting, not dead)."""
@@ -186,13 +191,17 @@ class RayExecutor:
         while True:
             self._tend_probes()
             probes = {p.ref: i for i, p in self.down.items() if p.ref is not None}
-            refs = [*self._in_flight, *probes]
+            refs = [*self._in_flight, *probes, *self._synth_watch]
             left = None if end is None else max(0.0, end - time.monotonic())
             if self.down:  # look at the probes (due, overdue) at least every PROBE_S
                 left = PROBE_S if left is None else min(left, PROBE_S)
             if refs:
-                ready, _ = ray.wait(refs, num_returns=1, timeout=left)
-                if ready and ready[0] in probes:
+                # fetch_local=False: a finished synthesis batch stays where it is (the prover reads it)
+                ready, _ = ray.wait(refs, num_returns=1, timeout=left, fetch_local=False)
+                if ready and ready[0] in self._synth_watch:  # a synthesis finished: progress, not a proof
+                    self._synth_watch.discard(ready[0])
+                    self._last_synth = time.monotonic()
+                elif ready and ready[0] in probes:
                     self._probe_answered(probes[ready[0]], ready[0])
                 elif ready:
                     return self._completion(ready[0])
@@ -206,7 +215,8 @@ class RayExecutor:
                 return None
 
     def _completion(self, ref) -> Completion:
-        work, _batch = self._in_flight.pop(ref)
+        work, batch = self._in_flight.pop(ref)
+        self._synth_watch.discard(batch)
         self.load[work.prover] -= 1
         try:
             return Completion(work, ray.get(ref))
@@ -296,7 +306,9 @@ class RayExecutor:
     def blocked(self) -> str | None:
         """Why the submitted work cannot run (one line, need vs have), or None when it may just be
         slow: no prover actor left; synthesis tasks that wait for a CPU or memory no node has free
-        (confirmed by ray.util.state where the dashboard runs, else judged from the free resources)."""
+        while none finished for watchdog_s (confirmed by ray.util.state where the dashboard runs,
+        else judged from the free resources: without the dashboard, one synthesis task running
+        longer than watchdog_s on a cluster with no CPU free is taken for a waiting one)."""
         n = len(self.provers)
         if len(self.dead) == n:
             kind = "GPU" if self.settings.prover_placement == "gpu" else "CPU"
@@ -305,10 +317,9 @@ class RayExecutor:
                     f"(one {kind} each) and have 0")
         if not self._up():
             return None  # restarting: waited for, up to restart_wait_s
-        ready, pending = ray.wait([b for _w, b in self._in_flight.values()], num_returns=len(self._in_flight),
-                                  timeout=0) if self._in_flight else ([], [])
-        if not pending:
-            return None
+        pending = list(self._synth_watch)
+        if not pending or time.monotonic() - self._last_synth < self.settings.watchdog_s:
+            return None  # synthesis done, or still finishing tasks: slow, not stuck
         states = self._synthesis_states()
         if states and not any(st.startswith("PENDING") for st in states):
             return None  # they run (or just finished): slow, not stuck
