@@ -242,7 +242,9 @@ class RayExecutor:
             self._next_replace = now + REPLACE_S
             self._replace_dead()
         for i, p in list(self.down.items()):
-            if now - p.since > self.settings.restart_wait_s:
+            if p.limit is not None and now - p.since > p.limit:
+                self._give_up(i, f"a replacement not ready after {p.limit:g} s")
+            elif p.limit is None and now - p.since > self.settings.restart_wait_s:
                 self._give_up(i, f"not back after restart_wait_s={self.settings.restart_wait_s:g} s")
             elif p.ref is None and now >= p.due:
                 p.ref = self.provers[i].ready.remote()
@@ -290,7 +292,7 @@ class RayExecutor:
             log.warning("prover %d: a replacement starts on node %s (%d CPUs)", i, n["NodeID"][:12], cpus)
             del self.dead[i]
             now = time.monotonic()
-            self.down[i] = _Probe(None, now, now)
+            self.down[i] = _Probe(None, now, now, limit=READY_TIMEOUT_S)  # it loads the key: as long as at the start
             hosts.add(n["NodeID"])
             free -= 1
 
@@ -361,10 +363,11 @@ class RayExecutor:
 
 
 class _Probe:
-    """A down prover's ready() probe: the call in flight (None: next one due at ``due``), since when down."""
+    """A down prover's ready() probe: the call in flight (None: next one due at ``due``), since when
+    down, and how long it may stay down (None: restart_wait_s)."""
 
-    def __init__(self, ref, since: float, due: float):
-        self.ref, self.since, self.due = ref, since, due
+    def __init__(self, ref, since: float, due: float, limit: float | None = None):
+        self.ref, self.since, self.due, self.limit = ref, since, due, limit
 
 
 def key_source(pk, cs):
