@@ -34,6 +34,7 @@ class RayConf:
     ship_package: bool | None = None  # runtime_env py_modules; None: only when connecting to a cluster
     metrics_export_port: int | None = None  # embedded Ray only: Prometheus endpoint
     object_store_memory: str | None = None  # embedded Ray only, e.g. 64GiB; null: sized for the key
+    temp_dir: str | None = None  # embedded Ray only: its session files; null: <cache_dir>/ray (mode 0700)
 
 
 @dataclass
@@ -57,6 +58,11 @@ class ProveConf:
     provers: int | None = None
     cpu_threads: int = 2
     max_attempts: int = 3
+    max_restarts: int = 3  # restarts of a prover actor (its attempts in flight are resubmitted, not counted)
+    watchdog_s: float = 60.0  # no progress this long and work that cannot run: one line naming the resource, exit 2
+    retry_backoff_s: float = 1.0  # a failed attempt waits backoff x 2^(n-1) s before the next (capped)
+    retry_backoff_max_s: float = 30.0
+    restart_wait_s: float = 120.0  # how long a restarting prover actor is waited for before it counts as dead
     seed: int = 0
     setup_seed: int = 0
     setup_backend: str = "auto"  # where the development setup runs: auto (cuda when usable), cpu, cuda

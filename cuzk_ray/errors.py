@@ -16,6 +16,11 @@ class ProofFailed(RuntimeError):
     """One or more proofs of a batch failed; the message names them and why."""
 
 
+class Stalled(RuntimeError):
+    """No progress for the watchdog's limit and work that cannot run: the message names the
+    missing resource (need vs have)."""
+
+
 class OutputError(RuntimeError):
     """output_dir (or cache_dir) cannot be used or written: the message names the path and why."""
 

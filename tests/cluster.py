@@ -27,6 +27,7 @@ class LocalCluster:
         self.env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
                         RAY_metrics_report_interval_ms="1000")  # metrics reach Prometheus within ~1 s
         self.env.pop("RAY_ADDRESS", None)
+        self.env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # =0 makes `ray start` refuse to form a cluster
         ray_bin = str(Path(sys.executable).with_name("ray"))
         common = ["--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--block",
                   "--disable-usage-stats"]
@@ -39,9 +40,28 @@ class LocalCluster:
             head.append(f"--metrics-export-port={metrics_port}")
         self._spawn(head, tmp / "head.log")
         self._wait_nodes(1)
+        self.worker_cmd = [ray_bin, "start", f"--address={self.address}", *common]
+        self.tmp = tmp
         for i in range(nodes - 1):
-            self._spawn([ray_bin, "start", f"--address={self.address}", *common], tmp / f"worker{i}.log")
+            self._spawn(self.worker_cmd, tmp / f"worker{i}.log")
         self._wait_nodes(nodes)
+
+    def add_node(self) -> subprocess.Popen:
+        """Start one more worker node (its own process group, stopped with the others); returns
+        its `ray start` process without waiting for it to join."""
+        self._spawn(self.worker_cmd, self.tmp / f"worker{len(self.procs) - 1}.log")
+        return self.procs[-1]
+
+    def raylet_pid(self, node: subprocess.Popen) -> int:
+        """The raylet of a node: in the process group of its `ray start`."""
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.getpgid(int(d)) == node.pid and "raylet/raylet" in Path(f"/proc/{d}/cmdline").read_text():
+                        return int(d)
+                except OSError:
+                    continue
+        raise RuntimeError(f"no raylet in the process group {node.pid}")
 
     def _spawn(self, cmd, log: Path):
         f = open(log, "w")

@@ -69,8 +69,12 @@ def test_host_budget_bounds_in_flight_partitions(ray_local, key):
 
 
 def test_killed_prover_actor_mid_batch_is_restarted(ray_local, key):
+    """The prover's process killed with partitions in flight: the engine waits for the restarted
+    actor and resubmits them; with max_attempts=1 a burned attempt would fail a proof, so none is
+    (issue 15: "partition 9 failed 3 times: ... The actor is restarting", three attempts in 4 s).
+    The twin (no restart left) is tests/test_faults.py."""
     pk, cs = key
-    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=3, provers=1)
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=3, provers=1, max_attempts=1)
     pid = engine.prover_info[0]["pid"]
     killed = []
 
@@ -84,7 +88,8 @@ def test_killed_prover_actor_mid_batch_is_restarted(ray_local, key):
     engine.shutdown()
     assert killed and new_pid != pid
     assert not batch.failed and len(batch.results) == 9
-    assert batch.retries >= 1 and any(r.attempts > 1 for r in batch.results)
+    assert batch.retries == 0 and all(r.attempts == 1 for r in batch.results)  # cut short, not counted
+    assert {r.prover_pid for r in batch.results} >= {new_pid}  # the restarted actor proved the rest
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
 
 

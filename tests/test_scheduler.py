@@ -3,6 +3,7 @@ the in-process executor: priority order, cancel, per-proof state; and no Ray in 
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -111,3 +112,60 @@ def test_a_submit_that_raises_fails_its_proof_and_leaks_nothing(engine, monkeypa
     monkeypatch.undo()
     batch = engine.run(1, seed=3)  # the batch ids are free again
     assert not batch.failed and len(batch.results) == 2
+
+
+def test_failed_attempts_back_off_and_the_twin_runs_out_of_attempts(engine):
+    """A partition that fails twice is retried after 0.5 s, then 1 s (retry_backoff_s=0.5,
+    doubling), and its third attempt proves it; the twin with max_attempts=2 fails its proof."""
+    cs = CIRCUIT.build()
+    pk = engine.pk
+    starts: list[float] = []
+
+    def flaky(spec):
+        from cuzk_ray.circuits import synthesize
+
+        if spec["proof"] == 0 and spec["partition"] == 1:
+            starts.append(time.monotonic())
+            if len(starts) <= 2:
+                raise OSError("transient read error (injected)")
+        return synthesize(spec)
+
+    eng = LocalEngine(pk, cs, CIRCUIT, backend="cpu", max_attempts=3, retry_backoff_s=0.5)
+    batch = eng.run(1, seed=4, synth_fn=flaky)
+    assert not batch.failed and batch.retries == 2 and len(starts) == 3
+    assert [r.attempts for r in batch.results] == [1, 3]
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert gaps[0] >= 0.5 and gaps[1] >= 1.0, gaps  # the backoff, not a hot loop
+    assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
+    starts.clear()
+    twin = LocalEngine(pk, cs, CIRCUIT, backend="cpu", max_attempts=2, retry_backoff_s=0.5)
+    batch = twin.run(1, seed=4, synth_fn=flaky)
+    assert batch.failed == {"proof-000": "partition 1 failed 2 times: OSError: transient read error (injected)"}
+    assert len(starts) == 2 and not batch.results
+
+
+def test_a_forgotten_proofs_leftovers_never_run_for_a_new_proof_with_its_id(engine, monkeypatch):
+    """A proof cancelled and forgotten with a partition still queued (as after a watchdog stop),
+    then a new proof with the same id: the leftover is dropped, not submitted for the new proof;
+    summary() counts only the new one's. The twin: the new proof's own partitions all run."""
+    sched = engine.scheduler
+    submitted = []
+    real = engine.executor.submit
+
+    def submit(work, spec):
+        submitted.append((work.proof_id, work.partition, work.proof.seed))
+        return real(work, spec)
+
+    monkeypatch.setattr(engine.executor, "submit", submit)
+    old = sched.add(0, seed=7, proof_id="x")
+    sched.step()  # partition 0 proved; partition 1 still queued
+    sched.cancel(old)
+    sched.forget(old)
+    new = sched.add(1, seed=8, proof_id="x")
+    assert sched.summary().queued_by_priority["normal"] == 2  # the new proof's two, not the leftover
+    drain(sched)
+    assert submitted == [("x", 0, 7), ("x", 0, 8), ("x", 1, 8)]
+    rs = sched.results(new)
+    assert [r.partition for r in rs] == [0, 1] and all(r.proof_index == 1 for r in rs)
+    assert all(verify(engine.pk.vk, r.public, r.proof) for r in rs)
+    sched.forget(new)

@@ -23,6 +23,10 @@ from cuzk_ray.engines import EngineSettings
     ({"max_restarts": -1}, "max_restarts=-1: must be at least 0"),
     ({"ray": {"num_cpus": 0}}, "ray.num_cpus=0: must be at least 1"),
     ({"ray": {"num_gpus": -1}}, "ray.num_gpus=-1: must be at least 0"),
+    ({"watchdog_s": 0}, "watchdog_s=0: must be above 0"),
+    ({"restart_wait_s": -1}, "restart_wait_s=-1: must be above 0"),
+    ({"retry_backoff_max_s": 0}, "retry_backoff_max_s=0: must be above 0"),
+    ({"retry_backoff_s": -0.5}, "retry_backoff_s=-0.5: must be at least 0"),
 ])
 def test_counts_below_their_minimum_are_refused(kw, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
@@ -34,6 +38,32 @@ def test_valid_settings_pass_unchanged():
                        ray={"num_cpus": 1, "num_gpus": 0})
     assert (s.pw, s.provers, s.max_attempts, s.cpu_threads) == (1, 1, 1, 1)
     assert EngineSettings(backend="cpu").pw is None  # unset: the engine's default
+
+
+def test_fault_settings_and_the_ray_temp_dir_come_from_the_job_config():
+    """conf/config.yaml's watchdog_s, retry_backoff_s, retry_backoff_max_s, restart_wait_s and
+    max_restarts reach EngineSettings; the embedded Ray's temp dir defaults to <cache_dir>/ray.
+    The twin: a config without them keeps the defaults, and ray.temp_dir set is kept."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from cuzk_ray.config import register
+
+    register()
+    conf = str(Path(__file__).resolve().parent.parent / "conf")
+    with initialize_config_dir(config_dir=conf, version_base="1.3"):
+        cfg = OmegaConf.to_container(compose("config", overrides=[
+            "watchdog_s=7", "retry_backoff_s=0.25", "retry_backoff_max_s=4", "restart_wait_s=9", "max_restarts=1",
+            "cache_dir=/c"]), resolve=True)
+        plain = OmegaConf.to_container(compose("config", overrides=["ray.temp_dir=/t"]), resolve=True)
+    s = EngineSettings.from_config(cfg)
+    assert (s.watchdog_s, s.retry_backoff_s, s.retry_backoff_max_s, s.restart_wait_s, s.max_restarts) == (
+        7, 0.25, 4, 9, 1)
+    assert s.ray["temp_dir"] == "/c/ray"
+    d = EngineSettings.from_config(plain)
+    assert (d.watchdog_s, d.retry_backoff_s, d.retry_backoff_max_s, d.restart_wait_s, d.max_restarts) == (
+        60, 1, 30, 120, 3)
+    assert d.ray["temp_dir"] == "/t"
 
 
 def test_prove_job_refuses_pw_0_in_one_line(tmp_path):

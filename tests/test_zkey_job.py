@@ -40,7 +40,8 @@ def job(tmp_path, raytmp, zkey, *extra, witness=WITNESS, timeout=600):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_TMPDIR"] = env["TMPDIR"] = str(raytmp)
     args = ["circuit=snarkjs", f"circuit.zkey={zkey}", f"circuit.witness=[{witness}]",
-            f"output_dir={tmp_path / 'out'}", f"cache_dir={raytmp / 'cache'}", "engine=ray", *extra]
+            f"output_dir={tmp_path / 'out'}", f"cache_dir={raytmp / 'cache'}",
+            *([] if any(e.startswith("engine=") for e in extra) else ["engine=ray"]), *extra]
     return subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 

@@ -28,7 +28,8 @@ class Engine:
         self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
         self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
         self.scheduler = Scheduler(self.executor, pk.vk, circuit, self.part_bytes, self.budget, self.pw,
-                                   settings.max_attempts)
+                                   settings.max_attempts, watchdog_s=settings.watchdog_s,
+                                   backoff_s=settings.retry_backoff_s, backoff_max_s=settings.retry_backoff_max_s)
 
     @property
     def provers(self) -> list:
@@ -110,9 +111,12 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
     if settings.engine == "ray":
         from ..backends import visible_gpus
         from .choice import cluster_address
+        from .ray_env import prepare_env, restore_env
         from .ray_setup import prepare_embedded_auth
 
-        prepare_embedded_auth(cluster_address(settings), bool(settings.ray.get("verbose")))  # before Ray's import
+        # both before ray is first imported (ray_executor imports it)
+        prepare_embedded_auth(cluster_address(settings), bool(settings.ray.get("verbose")))
+        added = prepare_env(settings.ray)
         from .ray_executor import init_ray
 
         # An embedded Ray is one node: a key mapped from a bundle reaches the actors as its path
@@ -121,7 +125,10 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         store = object_store_bytes(in_store, circuit.partition_batch_bytes(),
                                    expected_pw(settings, visible_gpus() if settings.backend == "cuda" else 0),
                                    settings.ray.get("object_store_memory"))
-        started = init_ray(settings.ray, store)
+        try:
+            started = init_ray(settings.ray, store)
+        finally:
+            restore_env(added)
     try:
         with around if around is not None else nullcontext():
             engine = Engine(settings, pk, cs, circuit)

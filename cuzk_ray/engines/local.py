@@ -35,9 +35,20 @@ class LocalExecutor:
         work.prover = 0
         self._queue.append((work, spec))
 
+    def can_submit(self) -> bool:
+        """Always: the one prover is this process."""
+        return True
+
+    def blocked(self) -> str | None:
+        """Never: work runs in this process when asked for, nothing waits on a resource."""
+        return None
+
     def next_completion(self, timeout: float | None = None) -> Completion | None:
-        """Run the oldest submitted work item now (``timeout`` does not apply: it runs here)."""
+        """Run the oldest submitted work item now (``timeout`` does not apply: it runs here);
+        with none submitted, wait ``timeout`` (a retry's backoff) and return None."""
         if not self._queue:
+            if timeout:
+                time.sleep(timeout)
             return None
         work, spec = self._queue.popleft()
         try:

@@ -5,12 +5,23 @@
 
 It only submits and reports completions; ordering, retries, budgets and verification are the
 scheduler's. Tasks receive plain dicts and ObjectRefs only (never OmegaConf objects or big values).
+
+Faults: a prove call that fails because its actor died or is restarting (RayActorError), or
+because a node and its objects were lost, comes back ``interrupted`` (the scheduler resubmits it,
+uncounted). The actor is then "down": it gets no work until a ready() probe answers (re-probed
+every PROBE_S; Ray answers ActorUnavailableError while it restarts), and is given up as dead after
+``restart_wait_s``. ``blocked()`` tells the scheduler's watchdog what cannot run and why: no
+prover left, or synthesis tasks that wait for a CPU (or memory) no node has free.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
+import socket
+import tempfile
 import time
 
 import numpy as np
@@ -22,17 +33,31 @@ from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver
 from .admission import expected_pw
 from .metrics import RayMetrics
+from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
 from .types import BundleKey, Completion, StoreKey, WorkItem
 from .worker import synthesize_witness
 
+log = logging.getLogger(__name__)
+
 READY_TIMEOUT_S = 600
+CONNECT_TIMEOUT_S = 5  # a cluster's GCS port must accept a connection within this (issue 15: 300+ s of retries)
+# Ray's session directory name (~40 characters) and sockets/plasma_store follow the temp root; a
+# unix socket path has at most 107 bytes.
+TEMP_DIR_MAX = 40
+PROBE_S = 0.5  # how often a down prover actor is asked whether it is back
+REPLACE_S = 5.0  # how often the nodes are looked at for one to replace a given-up CPU prover on
+# Errors that say where the attempt ran was lost (a node and the objects on it), not the partition.
+LOST = (ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError)
 
 
 def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
-    """Connect to ``ray.address`` / RAY_ADDRESS when given, else start an embedded Ray bound to
-    127.0.0.1 with an object store of ``object_store_bytes`` (None: Ray's default). Returns True
-    when this call started or connected Ray (so the caller shuts it down)."""
+    """Connect to ``ray.address`` / RAY_ADDRESS when given (its GCS port probed first: an address
+    where nothing answers is one line within CONNECT_TIMEOUT_S, not Ray's minutes of retries), else
+    start an embedded Ray bound to 127.0.0.1 (ray_env.prepare_env must have run before ray was
+    imported: docs/SECURITY.md) with an object store of ``object_store_bytes`` (None: Ray's
+    default) and its session files under ``ray.temp_dir`` (a 0700 directory). Returns True when
+    this call started or connected Ray (so the caller shuts it down)."""
     if ray.is_initialized():
         return False
     kwargs = {"logging_level": logging.INFO if ray_cfg.get("verbose") else logging.WARNING, "log_to_driver": True}
@@ -43,13 +68,59 @@ def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
 
         kwargs["runtime_env"] = {"py_modules": [os.path.dirname(cuzk_ray.__file__)]}
     if address:
-        ray.init(address=address, **kwargs)
-    else:
-        ray.init(address="local", num_cpus=ray_cfg.get("num_cpus"), num_gpus=ray_cfg.get("num_gpus"),
-                 include_dashboard=bool(ray_cfg.get("dashboard", False)), dashboard_host="127.0.0.1",
-                 _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"),
-                 object_store_memory=object_store_bytes, **kwargs)
+        probe_address(address)
+        try:
+            ray.init(address=address, **kwargs)
+        except (RuntimeError, ConnectionError, TimeoutError) as e:  # something listens; no GCS answered
+            first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+            raise RuntimeError(f"ray.address={address}: no Ray cluster answered there ({first[:200]}); need a "
+                               f"running head (`ray start --head`) at that address") from None
+        return True
+    if ray_cfg.get("temp_dir"):
+        kwargs["_temp_dir"] = private_temp_dir(ray_cfg["temp_dir"])
+    ray.init(address="local", num_cpus=ray_cfg.get("num_cpus"), num_gpus=ray_cfg.get("num_gpus"),
+             include_dashboard=bool(ray_cfg.get("dashboard", False)), dashboard_host="127.0.0.1",
+             _node_ip_address="127.0.0.1", _metrics_export_port=ray_cfg.get("metrics_export_port"),
+             object_store_memory=object_store_bytes, **kwargs)
+    node_ip = ray.util.get_node_ip_address()
+    if node_ip != "127.0.0.1":  # ray was imported before prepare_env ran: its listeners are on node_ip
+        log.warning("embedded Ray advertises %s, not 127.0.0.1: its servers listen beyond loopback "
+                    "(set %s=0 before ray is imported; docs/SECURITY.md)", node_ip, LOOPBACK_ENV)
     return True
+
+
+def probe_address(address: str) -> None:
+    """One line (RuntimeError) when nothing accepts a TCP connection at the cluster's GCS address
+    within CONNECT_TIMEOUT_S ("auto" and "local" are left to Ray)."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RuntimeError(f"ray.address={address}: need host:port (the head's GCS address, e.g. 127.0.0.1:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        raise RuntimeError(f"ray.address={address}: no Ray cluster answers there ({e.strerror or e}); need a "
+                           f"running head (`ray start --head`) at that address, or no ray.address for an "
+                           f"embedded Ray") from None
+
+
+def private_temp_dir(path: str) -> str:
+    """Ray's temp root for an embedded Ray: ``<path>/t`` inside ``path`` made mode 0700 (Ray makes
+    its own temp root and session directories world-writable, 0777: the 0700 parent keeps other
+    users out). Ray's unix sockets live under it and a socket path has at most 107 bytes: for a
+    ``path`` too long, a fresh 0700 directory in the system temp dir instead (it says so)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if len(path) > TEMP_DIR_MAX:
+        short = tempfile.mkdtemp(prefix="cuzk-ray-")  # 0700, ours
+        atexit.register(shutil.rmtree, short, ignore_errors=True)  # Ray's session files: this run's only
+        log.warning("ray.temp_dir %s is too long for Ray's socket paths (> %d characters): using %s",
+                    path, TEMP_DIR_MAX, short)
+        path = short
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return os.path.join(path, "t")
 
 
 @ray.remote(num_cpus=1)
@@ -71,9 +142,17 @@ class RayExecutor:
         self.metrics = RayMetrics(circuit.circuit_id)
         key, matrices = key_source(pk, cs)
         self.key_refs = (key, matrices)  # what the actors got (held: a restarted actor needs them)
-        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=f"{os.getpid()}-{id(self):x}")
+        self._tag = f"{os.getpid()}-{id(self):x}"
+        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=self._tag)
         self.load = [0] * len(self.provers)
-        self._in_flight: dict = {}  # ObjectRef of the proof -> WorkItem
+        self._in_flight: dict = {}  # ObjectRef of the proof -> (WorkItem, ObjectRef of its synthesis)
+        self.down: dict[int, _Probe] = {}  # provers restarting (or unreachable): no work until they answer
+        self.dead: dict[int, str] = {}  # provers given up: why
+        self._state_api: bool | None = None  # whether ray.util.state answers here (it needs the dashboard)
+        self.replaced = 0  # CPU provers started on a new node in place of one given up
+        self._synth_watch: set = set()  # synthesis refs not seen finished yet (waited on with the proofs)
+        self._last_synth = time.monotonic()  # when a synthesis task last finished (progress too)
+        self._next_replace = 0.0
         # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
         self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
                                 if circuit.local_files else "SPREAD")
@@ -91,29 +170,206 @@ class RayExecutor:
             name=f"synth:{work.proof_id}:{work.partition}", memory=self.part_bytes,
             scheduling_strategy=self._synth_strategy).remote(spec, work.proof_id, self.circuit.circuit_id,
                                                              work.proof.synth_fn)
-        work.prover = int(np.argmin(self.load))
+        up = self._up()
+        work.prover = up[int(np.argmin([self.load[i] for i in up]))]
         self.load[work.prover] += 1
         prove = self.provers[work.prover].prove.options(name=f"prove:{work.proof_id}:{work.partition}")
-        self._in_flight[prove.remote(batch, self.key_refs[0])] = work
+        self._in_flight[prove.remote(batch, self.key_refs[0])] = (work, batch)
+        if not self._synth_watch:  # the synthesis clock starts with the first task of a quiet spell
+            self._last_synth = time.monotonic()
+        self._synth_watch.add(batch)
+
+    def can_submit(self) -> bool:
+        """A prover actor is up (not restarting, not dead)."""
+        return bool(self._up())
+
+    def _up(self) -> list[int]:
+        return [i for i in range(len(self.provers)) if i not in self.down and i not in self.dead]
 
     def next_completion(self, timeout: float | None = None) -> Completion | None:
-        """The first proof to come back, or why its attempt failed (actor died, task raised)."""
-        if not self._in_flight:
-            return None
-        ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=timeout)
-        if not ready:
-            return None
-        work = self._in_flight.pop(ready[0])
+        """The first proof to come back, or why its attempt failed (actor died, task raised).
+        Down provers' probes are waited on too (a prover that answers is up again)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._tend_probes()
+            probes = {p.ref: i for i, p in self.down.items() if p.ref is not None}
+            refs = [*self._in_flight, *probes, *self._synth_watch]
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if self.down:  # look at the probes (due, overdue) at least every PROBE_S
+                left = PROBE_S if left is None else min(left, PROBE_S)
+            if refs:
+                # fetch_local=False: a finished synthesis batch stays where it is (the prover reads it)
+                ready, _ = ray.wait(refs, num_returns=1, timeout=left, fetch_local=False)
+                if ready and ready[0] in self._synth_watch:  # a synthesis finished: progress, not a proof
+                    self._synth_watch.discard(ready[0])
+                    self._last_synth = time.monotonic()
+                elif ready and ready[0] in probes:
+                    self._probe_answered(probes[ready[0]], ready[0])
+                elif ready:
+                    return self._completion(ready[0])
+            elif self.down:
+                time.sleep(left)
+            else:
+                if left:
+                    time.sleep(left)
+                return None
+            if end is not None and time.monotonic() >= end:
+                return None
+
+    def _completion(self, ref) -> Completion:
+        work, batch = self._in_flight.pop(ref)
+        self._synth_watch.discard(batch)
         self.load[work.prover] -= 1
         try:
-            return Completion(work, ray.get(ready[0]))
-        except (ray.exceptions.RayError, ValueError) as e:  # actor died, task raised, object lost
+            return Completion(work, ray.get(ref))
+        except ray.exceptions.RayActorError as e:  # the actor died or is restarting: not the partition's fault
+            self._prover_down(work.prover)
+            return Completion(work, error=_short(e), interrupted=True)
+        except LOST as e:  # a node went away with the objects on it
+            return Completion(work, error=_short(e), interrupted=True)
+        except (ray.exceptions.RayError, ValueError) as e:  # the task raised
             return Completion(work, error=_short(e))
+
+    def _prover_down(self, i: int) -> None:
+        if i not in self.down and i not in self.dead:
+            now = time.monotonic()
+            self.down[i] = _Probe(None, now, now)
+            log.warning("prover %d is down (restarting or lost): no work for it until it answers", i)
+
+    def _tend_probes(self) -> None:
+        """Send the probes that are due; give up provers down longer than restart_wait_s; look
+        for a node to replace a given-up CPU prover on (every REPLACE_S)."""
+        now = time.monotonic()
+        if self.dead and self.settings.prover_placement == "cpu" and now >= self._next_replace:
+            self._next_replace = now + REPLACE_S
+            self._replace_dead()
+        for i, p in list(self.down.items()):
+            if p.limit is not None and now - p.since > p.limit:
+                self._give_up(i, f"a replacement not ready after {p.limit:g} s")
+            elif p.limit is None and now - p.since > self.settings.restart_wait_s:
+                self._give_up(i, f"not back after restart_wait_s={self.settings.restart_wait_s:g} s")
+            elif p.ref is None and now >= p.due:  # with the key: a restarted actor loads it to answer
+                p.ref = self.provers[i].ready.remote(self.key_refs[0])
+
+    def _probe_answered(self, i: int, ref) -> None:
+        p = self.down[i]
+        try:
+            ray.get(ref)
+        except ray.exceptions.ActorUnavailableError:  # still restarting: ask again
+            p.ref, p.due = None, time.monotonic() + PROBE_S
+            return
+        except (ray.exceptions.RayError, ValueError) as e:  # dead for good (restarts used up, node gone)
+            self._give_up(i, _short(e))
+            return
+        del self.down[i]
+        self.prover_info[i] = ray.get(ref)  # where it runs now (a replacement: its new node)
+        log.warning("prover %d is back after %.1f s", i, time.monotonic() - p.since)
+
+    def _replace_dead(self) -> None:
+        """A CPU prover given up because its node is gone is started again on a node that has none
+        of ours and keeps a CPU for synthesis besides it (a node that joined since): hard affinity
+        again. It is down (probed) until its key is loaded. A prover given up on a node that is
+        still alive (restarts used up) is not replaced; neither are more than one round of
+        replacements per prover and restart (they would hide a prover that cannot start from the
+        watchdog)."""
+        nodes = ray.nodes()
+        alive = {n["NodeID"] for n in nodes if n["Alive"]}
+        lost = [i for i in sorted(self.dead) if self.prover_info[i]["node_id"] not in alive]
+        hosts = {self.prover_info[i]["node_id"] for i in range(len(self.provers)) if i not in self.dead}
+        free = ray.available_resources().get("CPU", 0)
+        for n in nodes:
+            if not lost or self.replaced >= len(self.provers) * (self.settings.max_restarts + 1):
+                return
+            cpus = int(n["Resources"].get("CPU", 0))
+            if not n["Alive"] or n["NodeID"] in hosts or cpus < 2 or free < 2:
+                continue
+            i = lost.pop(0)
+            self.replaced += 1
+            args = self.settings.backend, self.settings.cpu_threads  # the key comes with the probe's ready()
+            self.provers[i] = ray.remote(CpuProver).options(
+                name=f"CpuProver-{i}-r{self.replaced}-{self._tag}", max_restarts=self.settings.max_restarts,
+                max_task_retries=0, num_cpus=1,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(*args)
+            self.prover_info[i] = dict(self.prover_info[i], node_id=n["NodeID"])
+            log.warning("prover %d: a replacement starts on node %s (%d CPUs)", i, n["NodeID"][:12], cpus)
+            del self.dead[i]
+            now = time.monotonic()
+            self.down[i] = _Probe(None, now, now, limit=READY_TIMEOUT_S)  # it loads the key: as long as at the start
+            hosts.add(n["NodeID"])
+            free -= 1
+
+    def _give_up(self, i: int, why: str) -> None:
+        self.down.pop(i, None)
+        self.dead[i] = why
+        log.warning("prover %d given up: %s", i, why)
+        try:  # so a late restart does not take a CPU (or GPU) the others need
+            ray.kill(self.provers[i], no_restart=True)
+        except Exception:  # noqa: BLE001  already gone
+            pass
+
+    def blocked(self) -> str | None:
+        """Why the submitted work cannot run (one line, need vs have), or None when it may just be
+        slow: no prover actor left; synthesis tasks that wait for a CPU or memory no node has free
+        while none finished for watchdog_s (confirmed by ray.util.state where the dashboard runs,
+        else judged from the free resources: without the dashboard, one synthesis task running
+        longer than watchdog_s on a cluster with no CPU free is taken for a waiting one)."""
+        n = len(self.provers)
+        if len(self.dead) == n:
+            kind = "GPU" if self.settings.prover_placement == "gpu" else "CPU"
+            first = next(iter(self.dead.values()))
+            return (f"no prover actor left: {n} of {n} are dead ({first}); need at least one prover "
+                    f"(one {kind} each) and have 0")
+        if not self._up():
+            return None  # restarting: waited for, up to restart_wait_s
+        pending = list(self._synth_watch)
+        if not pending or time.monotonic() - self._last_synth < self.settings.watchdog_s:
+            return None  # synthesis done, or still finishing tasks: slow, not stuck
+        states = self._synthesis_states()
+        if states and not any(st.startswith("PENDING") for st in states):
+            return None  # they run (or just finished): slow, not stuck
+        free, total = ray.available_resources(), ray.cluster_resources()
+        what = f"{len(pending)} synthesis task(s) ({', '.join(sorted(set(states)))})" if states else \
+            f"{len(pending)} synthesis task(s)"
+        held = (f"; the {n - len(self.dead)} CPU prover actor(s) hold one each"
+                if self.settings.prover_placement == "cpu" else "")
+        if free.get("CPU", 0) < 1:
+            return (f"{what} wait for 1 CPU each and no node has one free: CPU {free.get('CPU', 0):g} of "
+                    f"{total.get('CPU', 0):g} available{held} (add a node or CPUs, or use fewer provers)")
+        if free.get("memory", 0) < self.part_bytes:
+            return (f"{what} wait for memory={self.part_bytes} B each: {free.get('memory', 0):.0f} B of "
+                    f"{total.get('memory', 0):.0f} B available")
+        return None
+
+    def _synthesis_states(self) -> list[str] | None:
+        """The states of this executor's unfinished synthesis tasks from ray.util.state (None when
+        the state API does not answer: it needs the dashboard, which the job leaves off by default)."""
+        if self._state_api is False:
+            return None
+        try:
+            from ray.util.state import list_tasks
+
+            names = {f"synth:{w.proof_id}:{w.partition}" for w, _b in self._in_flight.values()}
+            # this session's GCS (without an address the state API may read /tmp/ray's latest session)
+            tasks = list_tasks(address=ray.get_runtime_context().gcs_address, filters=[("state", "!=", "FINISHED")],
+                               limit=10000, timeout=10, raise_on_missing_output=False)
+        except Exception:  # noqa: BLE001  no dashboard (RpcError, ConnectionError ...): judge from resources
+            self._state_api = False
+            return None
+        self._state_api = True
+        return [t.state for t in tasks if t.name in names and t.state not in ("FINISHED", "FAILED")]
 
     def shutdown(self) -> None:
         """Kill the prover actors (no restart)."""
         for a in self.provers:
             ray.kill(a, no_restart=True)
+
+
+class _Probe:
+    """A down prover's ready() probe: the call in flight (None: next one due at ``due``), since when
+    down, and how long it may stay down (None: restart_wait_s)."""
+
+    def __init__(self, ref, since: float, due: float, limit: float | None = None):
+        self.ref, self.since, self.due, self.limit = ref, since, due, limit
 
 
 def key_source(pk, cs):
@@ -170,12 +426,21 @@ def _placements(settings) -> tuple[type, list[dict]]:
         return GpuProver, [one] * (settings.provers or n_gpus * gpw)
     nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
     count = settings.provers or len(nodes)
-    cpus = int(sum(n["Resources"].get("CPU", 0) for n in nodes))
+    cpus = sum(int(n["Resources"].get("CPU", 0)) for n in nodes)  # whole CPUs per node: what a prover can hold
     if cpus < count + 1:  # each CPU prover holds a CPU; synthesis tasks need one more, or wait forever
         raise RuntimeError(f"ray: the cluster has {cpus} CPU(s) and the {count} CPU prover(s) take {count}; "
                            f"synthesis needs at least one more (ray.num_cpus>={count + 1}, or fewer provers)")
-    return CpuProver, [dict(opts, num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(
-        nodes[i % len(nodes)]["NodeID"], soft=True)) for i in range(count)]
+    # Hard affinity: a restarted CPU prover comes back on its own node or not at all; with a soft
+    # one, the prover of a lost node took the head's last CPU and synthesis waited forever (issue 15).
+    room = {n["NodeID"]: int(n["Resources"]["CPU"]) for n in nodes}
+    slots: list[str] = []  # round-robin over the nodes, never more provers on a node than its CPUs
+    while len(slots) < count:
+        for n in nodes:
+            if room[n["NodeID"]] > 0 and len(slots) < count:
+                slots.append(n["NodeID"])
+                room[n["NodeID"]] -= 1
+    return CpuProver, [dict(opts, num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+                       for node in slots]
 
 
 def _gpus_for(backend: str) -> int:

@@ -4,10 +4,14 @@
     step():  submit from the heap while fewer than ``pw`` are in flight and the host budget holds
              one more partition (reserve its bytes; Ray does not enforce memory=), then take one
              completion from the executor: release its bytes; a failed attempt is retried up to
-             ``max_attempts`` (back into the heap, in its place); an outcome is verified (pairing
-             check, timed as "verify"); a partition that keeps failing, or whose proof does not
-             verify, fails its proof while the others go on
-    run_until(ids): step until those proofs are done, failed or cancelled (the batch job)
+             ``max_attempts``, after a backoff (1, 2, 4 ... s, capped), back in its place in the
+             heap; an attempt its prover actor cut short (restarting, node lost) is resubmitted at
+             once and not counted (the executor sends it to a prover that is up); an outcome is
+             verified (pairing check, timed as "verify"); a partition that keeps failing, or whose
+             proof does not verify, fails its proof while the others go on
+    run_until(ids): step until those proofs are done, failed or cancelled (the batch job); a
+             watchdog stops it (Stalled, one line) when nothing completed for ``watchdog_s`` and
+             the executor names work that cannot run (a resource no node has free, no prover left)
 
 The service drives the same object: ``add`` / ``cancel`` / ``status`` / ``results`` from its
 request handlers, ``step(timeout)`` from one loop thread. Every method takes the scheduler's
@@ -17,12 +21,14 @@ lock except the executor's wait, so handlers answer while a partition is being p
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from ..errors import Stalled
 from ..groth16.verifier import verify
 from .admission import HostBudget
 from .metrics import Metrics
@@ -59,8 +65,16 @@ class Executor(Protocol):
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Start ``work`` (``spec``: the circuit's synthesis spec for it); sets ``work.prover``."""
 
+    def can_submit(self) -> bool:
+        """A prover is up to take work now (False while every one is restarting or dead)."""
+
     def next_completion(self, timeout: float | None = None) -> Completion | None:
-        """The next finished work item (None when none finished within ``timeout``)."""
+        """The next finished work item (None when none finished within ``timeout``; waits up to
+        ``timeout`` also with nothing in flight, e.g. for a restarting prover)."""
+
+    def blocked(self) -> str | None:
+        """Why submitted work cannot run, in one line naming the missing resource (need vs have),
+        or None when nothing is known to be stuck (work may just be slow)."""
 
     def shutdown(self) -> None:
         """Stop the provers."""
@@ -89,13 +103,17 @@ class Scheduler:
     """Proves partitions of one circuit's proofs with one key, through ``executor``."""
 
     def __init__(self, executor: Executor, vk, circuit, part_bytes: int, budget: HostBudget, pw: int,
-                 max_attempts: int):
+                 max_attempts: int, watchdog_s: float = 60.0, backoff_s: float = 1.0, backoff_max_s: float = 30.0):
         self.executor, self.vk, self.circuit = executor, vk, circuit
         self.part_bytes, self.budget, self.pw, self.max_attempts = part_bytes, budget, pw, max_attempts
+        self.watchdog_s, self.backoff_s, self.backoff_max_s = watchdog_s, backoff_s, backoff_max_s
         self.metrics = executor.metrics
         self.max_in_flight = 0  # the most partitions in flight at once since reset_peak()
         self._proofs: dict[ProofId, _Proof] = {}
         self._queue: list[WorkItem] = []
+        self._delayed: list[tuple[float, int, WorkItem]] = []  # retries waiting out their backoff: (due, seq, item)
+        self._tie = itertools.count()  # orders delayed retries due at the same time
+        self._last_progress = time.monotonic()  # when a completion last came back (the watchdog's clock)
         self._in_flight = 0
         self._running: dict[ProofId, int] = {}  # partitions in flight per proof
         self._seq = 0
@@ -144,8 +162,8 @@ class Scheduler:
             for p in self._proofs.values():
                 by_state[p.state.value] += 1
             queued = {pr.name.lower(): 0 for pr in Priority}
-            for w in self._queue:
-                if not self._proofs[w.proof_id].finished:
+            for w in self._waiting():  # (retries in their backoff too; not a forgotten proof's leftovers)
+                if self._runnable(w):
                     queued[w.proof.priority.name.lower()] += 1
             return SchedulerStatus(by_state, queued, self._in_flight, self.budget.reserved, self.budget.limit)
 
@@ -168,24 +186,36 @@ class Scheduler:
     def idle(self) -> bool:
         """Nothing queued that can run and nothing in flight."""
         with self._lock:
-            return self._in_flight == 0 and not any(self._runnable(w) for w in self._queue)
+            return self._in_flight == 0 and not any(self._runnable(w) for w in self._waiting())
+
+    def _waiting(self) -> Iterable[WorkItem]:
+        yield from self._queue
+        yield from (w for _due, _seq, w in self._delayed)
 
     def _runnable(self, work: WorkItem) -> bool:
         """A queued item whose proof is still known and not finished (cancelled or forgotten
         proofs leave their items in the heap until they are popped)."""
         proof = self._proofs.get(work.proof_id)
-        return proof is not None and not proof.finished
+        return proof is not None and not proof.finished and proof.request is work.proof
 
     def step(self, timeout: float | None = None) -> PartitionResult | None:
-        """Submit what fits, then settle one completion; returns the partition it verified, if any."""
+        """Submit what fits, then settle one completion; returns the partition it verified, if any.
+        With nothing in flight but retries in their backoff (or no prover up), it waits up to
+        ``timeout`` (and no longer than the next retry is due)."""
         with self._lock:
             self._admit()
             if self._in_flight == 0:
-                return None
+                if self.idle:
+                    return None
+                wait = 1.0 if timeout is None else timeout
+                if self._delayed:
+                    wait = min(wait, max(0.0, self._delayed[0][0] - time.monotonic()))
+                timeout = wait
         done = self.executor.next_completion(timeout)
         if done is None:
             return None
         with self._lock:
+            self._last_progress = time.monotonic()
             return self._settle(done)
 
     def run_until(self, proof_ids: Iterable[ProofId], progress: Progress | None = None) -> None:
@@ -194,14 +224,18 @@ class Scheduler:
         ids = set(proof_ids)
         total = sum(self._get(p).partitions for p in ids)
         n_done = 0
+        self._last_progress = time.monotonic()
+        tick = min(1.0, self.watchdog_s / 4)  # step returns this often, so the watchdog can look
         while not all(self._get(p).finished for p in ids) and not self.idle:
-            res = self.step()
+            res = self.step(tick)
             if res is not None and res.proof_id in ids:
                 n_done += 1
                 if progress:
                     progress(res, n_done, total)
+            self._watch()
         while self._in_flight_of(ids):  # a failed proof's partitions still running: wait them out
-            self.step()
+            self.step(tick)
+            self._watch()
         self.metrics.in_flight(self._in_flight)
         self.metrics.host_bytes(self.budget.reserved)
 
@@ -216,6 +250,16 @@ class Scheduler:
             return BatchResult(results, failed, wall_s, provers, self.max_in_flight, self.part_bytes,
                                self.budget.limit, self.budget.peak, sum(p.retries for p in proofs),
                                {p.request.id: p.request.index for p in proofs})
+
+    def _watch(self) -> None:
+        """Raise Stalled when nothing came back for watchdog_s and the executor says why work
+        cannot run; work that is only slow (the executor knows no reason) goes on."""
+        quiet = time.monotonic() - self._last_progress
+        if quiet < self.watchdog_s:
+            return
+        why = self.executor.blocked()
+        if why is not None:
+            raise Stalled(f"no progress for {quiet:.0f} s (watchdog_s={self.watchdog_s:g}): {why}")
 
     def _in_flight_of(self, ids: set) -> bool:
         with self._lock:
@@ -235,11 +279,15 @@ class Scheduler:
             raise KeyError(f"unknown proof id {proof_id!r}") from None
 
     def _admit(self) -> None:
-        while self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes):
+        now = time.monotonic()
+        while self._delayed and self._delayed[0][0] <= now:  # retries whose backoff is over
+            heapq.heappush(self._queue, heapq.heappop(self._delayed)[2])
+        while (self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes)
+               and self.executor.can_submit()):
             work = heapq.heappop(self._queue)
-            proof = self._proofs.get(work.proof_id)
-            if proof is None or proof.finished:
+            if not self._runnable(work):  # its proof finished, or was forgotten (its id may be a new proof's)
                 continue
+            proof = self._proofs[work.proof_id]
             try:
                 spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
                 self.executor.submit(work, spec)
@@ -262,7 +310,15 @@ class Scheduler:
             self._running[work.proof_id] = left
         self.budget.release(self.part_bytes)
         proof = self._proofs.get(work.proof_id)
-        if proof is None or proof.finished:  # cancelled or failed meanwhile: nothing to verify or retry
+        # cancelled or failed meanwhile, or a forgotten proof's late completion whose id a new proof
+        # now has (a batch stopped by the watchdog, rerun): nothing to verify, retry or attribute
+        if proof is None or proof.finished or proof.request is not work.proof:
+            return None
+        if done.error is not None and done.interrupted:  # not the partition's fault: again, uncounted
+            work.interruptions += 1
+            log.warning("%s partition %d: attempt cut short by its prover (%s); resubmitting", work.proof_id,
+                        work.partition, done.error)
+            heapq.heappush(self._queue, work)
             return None
         if done.error is not None:
             self._retry_or_fail(proof, work, done.error)
@@ -284,9 +340,11 @@ class Scheduler:
         work.attempts += 1
         if work.attempts < self.max_attempts:  # (a failed proof's retry is dropped when popped)
             proof.retries += 1
-            log.warning("%s partition %d: attempt %d failed (%s); retrying", work.proof_id, work.partition,
-                        work.attempts, reason)
-            heapq.heappush(self._queue, work)
+            # backoff: what failed (a lost object, a node going away) gets time to come back
+            delay = min(self.backoff_max_s, self.backoff_s * 2 ** (work.attempts - 1))
+            log.warning("%s partition %d: attempt %d failed (%s); retrying in %.0f s", work.proof_id,
+                        work.partition, work.attempts, reason, delay)
+            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._tie), work))
         else:
             proof.fail(f"partition {work.partition} failed {work.attempts} times: {reason}")
 

@@ -87,6 +87,7 @@ class WorkItem:
     proof: ProofRequest
     partition: int
     attempts: int = 0  # failed attempts so far
+    interruptions: int = 0  # attempts cut short by the prover actor (restarting, node lost): not counted
     prover: int = -1  # index of the prover it went to (set by the executor)
 
     @property
@@ -120,11 +121,14 @@ class PartitionOutcome:
 
 @dataclass
 class Completion:
-    """An executor's report on a submitted work item: its outcome, or why the attempt failed."""
+    """An executor's report on a submitted work item: its outcome, or why the attempt failed.
+    ``interrupted``: the attempt was cut short by where it ran (its prover actor died or is
+    restarting, its node was lost), not by the partition: it is resubmitted, not counted."""
 
     work: WorkItem
     outcome: PartitionOutcome | None = None
     error: str | None = None
+    interrupted: bool = False
 
 
 @dataclass

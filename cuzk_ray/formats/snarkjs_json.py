@@ -84,7 +84,9 @@ def write_bytes_atomic(path, data: bytes, fsync: bool = False) -> None:
                 os.fsync(f.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs are ordinary files
+        # mkstemp makes 0600; outputs are readable files, never group/world-writable whatever
+        # the umask (issue 15: 0644 or tighter)
+        os.chmod(tmp, 0o644 & ~umask)
         os.replace(tmp, path)
         if fsync:
             dfd = os.open(path.parent, os.O_RDONLY)
