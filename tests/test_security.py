@@ -81,15 +81,15 @@ def run_job_watching(cache: Path, out: Path, env_extra: dict, umask: int = 0o022
         for line in job.stdout:
             lines.append(line.rstrip("\n"))
             if line.startswith("provers:"):  # Ray, its agents, workers and the provers are all up
-                for _ in range(3):
+                for _ in range(3):  # command lines read as the tree is seen (a fast job may be ending)
                     tree = descendants(job.pid)
                     seen |= set(listeners(tree))
+                    for p in tree:
+                        try:
+                            cmdlines.append(Path(f"/proc/{p}/cmdline").read_text().replace("\0", " "))
+                        except OSError:
+                            pass
                     time.sleep(0.5)
-                for p in tree:
-                    try:
-                        cmdlines.append(Path(f"/proc/{p}/cmdline").read_text().replace("\0", " "))
-                    except OSError:
-                        pass
         job.wait(timeout=HANG_S)
     finally:
         if job.poll() is None:
