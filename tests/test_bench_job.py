@@ -26,7 +26,10 @@ def test_bench_writes_results_and_plots(tmp_path):
     assert {"h", "msm_h", "msm_b_g2", "synthesis"} <= set(r["stage_median_s"])
     assert r["host_peak_reserved"] <= r["max_in_flight"] * r["bytes_per_partition"]
     assert (out / "timeline.png").stat().st_size > 1000 and (out / "stages.png").stat().st_size > 1000
-    assert "s per proof (steady)" in res.stdout and "32.1 isolated" in res.stdout
+    # cuzk's figures are of 2^27 partitions: not printed beside a 2^8 run (the twin is the 2^27 run
+    # on the GPU machine, docs/gpu-runs/2026-12-01-scale/call2, which prints them)
+    assert "s per proof (steady)" in res.stdout and "32.1 isolated" not in res.stdout
+    assert "cuzk publishes 2^27 partitions only; this run is 2^8" in res.stdout
 
 
 def test_timeline_rows_give_concurrent_partitions_their_own_slot():
