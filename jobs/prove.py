@@ -49,9 +49,14 @@ def main(cfg: DictConfig) -> None:
 VERBOSE: list[str] = []  # ["--verbose"] when given (taken out of argv before Hydra parses it)
 
 if __name__ == "__main__":
+    import os
+
     from cuzk_ray.errors import exit_with_error
     from cuzk_ray.job import precheck_output_dir, refuse_additions
 
+    # Nothing this job writes is group- or world-writable whatever the umask: Hydra's .hydra/ and
+    # prove.log as well as the outputs (which write_bytes_atomic makes 0644 by itself).
+    os.umask(os.umask(0) | 0o022)
     if "--verbose" in sys.argv[1:]:
         VERBOSE.append("--verbose")
         sys.argv = [a for a in sys.argv if a != "--verbose"]

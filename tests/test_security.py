@@ -117,6 +117,9 @@ def test_embedded_ray_listens_on_loopback_only_with_a_private_temp_dir(short_cac
     assert modes == {f: "0o644" for f in files}, modes
     written = [p for p in (out / "proofs").rglob("*.json")]
     assert len(written) == 24 and all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in written)
+    # and Hydra's record of the run (jobs/prove.py tightens the umask before Hydra writes it)
+    hydra = [out / ".hydra" / "config.yaml", out / "prove.log"]
+    assert {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in hydra} == {str(p): "0o644" for p in hydra}
 
 
 def test_twin_a_ray_allowed_to_form_a_cluster_listens_beyond_loopback(short_cache, tmp_path):
