@@ -63,6 +63,7 @@ class ProveConf:
     retry_backoff_s: float = 1.0  # a failed attempt waits backoff x 2^(n-1) s before the next (capped)
     retry_backoff_max_s: float = 30.0
     restart_wait_s: float = 120.0  # how long a restarting prover actor is waited for before it counts as dead
+    progress_s: float = 10.0  # seconds between plain progress lines when stdout is not a terminal (0: every partition)
     seed: int = 0
     setup_seed: int = 0
     setup_backend: str = "auto"  # where the development setup runs: auto (cuda when usable), cpu, cuda

@@ -152,7 +152,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
                 f"{circuit.partitions} partition(s) of {circuit.circuit_id}")
             what = "Ray started or connected, provers ready" if settings.engine == "ray" else "provers ready"
             say(f"start-up: {startup_s:.1f} s ({what}); {load_line(engine.prover_info)}")
-            bar = Progress(console)
+            bar = Progress(console, period=float(cfg.get("progress_s", 10.0)))
 
             def progress(res, done, total):
                 written.append(out.add(res, proof_info(res.proof_index)))  # on disk as soon as it verifies

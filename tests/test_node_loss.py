@@ -50,7 +50,7 @@ def job(cluster, tmp_path, *overrides, constraints: int = 1024):
     env = dict(cluster.env, RAY_ADDRESS=cluster.address)
     tmp_path.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen([sys.executable, str(ROOT / "jobs" / "prove.py"), f"circuit.constraints={constraints}",
-                             "circuit.partitions=10", "pw=2", f"output_dir={tmp_path / 'out'}",
+                             "circuit.partitions=10", "pw=2", "progress_s=0", f"output_dir={tmp_path / 'out'}",
                              f"cache_dir={tmp_path / 'cache'}", *overrides], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
