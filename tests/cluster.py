@@ -4,6 +4,7 @@ in its own process group bound to 127.0.0.1, stopped by process group id (never 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -70,9 +71,11 @@ class LocalCluster:
 
     def alive_nodes(self) -> int:
         code = (f"import ray;ray.init(address='{self.address}',logging_level='ERROR');"
-                "print(sum(n['Alive'] for n in ray.nodes()))")
+                "print('alive_nodes=%d' % sum(n['Alive'] for n in ray.nodes()))")
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=self.env, timeout=60)
-        return int(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 and res.stdout.strip() else 0
+        # Ray may print its own lines to stdout too (e.g. "raylet has lagging heartbeats" under load)
+        found = re.findall(r"^alive_nodes=(\d+)$", res.stdout, re.M) if res.returncode == 0 else []
+        return int(found[-1]) if found else 0
 
     def _wait_nodes(self, n: int, timeout: float = 90):
         deadline = time.time() + timeout
