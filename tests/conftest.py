@@ -55,3 +55,17 @@ def snarkjs_verify(snarkjs, vk, public, proof) -> bool:
         return True
     assert "Invalid proof" in out, f"snarkjs failed unexpectedly: {out}"
     return False
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """An embedded 2-CPU Ray for one test module (dashboard on: the scheduler's watchdog confirms
+    pending tasks with ray.util.state where it runs), shut down after the module."""
+    import os
+
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1",
+             _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
+    yield
+    ray.shutdown()

@@ -19,14 +19,6 @@ CIRCUIT = PorepCircuit(constraints=256, partitions=3)
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1",
-             _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def key():
     cs = CIRCUIT.build()
     return dev_setup(cs, 11), cs

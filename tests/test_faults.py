@@ -22,16 +22,6 @@ HANG_S = 90  # a hang detector's bound, far above the 3 s watchdog the tests set
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    # the dashboard is on: blocked() confirms pending synthesis tasks with ray.util.state here
-    # (the job, without it, judges from the free resources: tests/test_node_loss.py)
-    ray.init(address="local", num_cpus=2, include_dashboard=True, dashboard_host="127.0.0.1",
-             _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def key():
     cs = CIRCUIT.build()
     return dev_setup(cs, 12), cs
