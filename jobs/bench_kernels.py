@@ -19,6 +19,8 @@
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
         --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
+        --witness "24,27": log2 sizes of the filecoin shape for the device expansion of a compact
+        witness (cuda.witness.expand, kernels/witness.cu), checked against the host on sampled rows.
 Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
 it) with its matrices resident (load_cs); "abc" = the three sparse mat-vecs into the H buffer
 (with the +-1 fast path, and with every coefficient multiplied), "h" = abc + H on the device,
@@ -108,6 +110,35 @@ def bench_range_check(cp, sizes, runs: int) -> None:
         print(f"| {log_n} | {ms:.3f} |")
 
 
+def bench_witness(cp, sizes, runs: int) -> None:
+    """What expanding a compact partition on the device costs (cuda.witness.expand: popcount
+    scan + one pass writing 32 bytes per wire), bitmaps and values already in VRAM; the result is
+    checked against CompactWitness.wires on the host for 64 random ranges of 1024 wires."""
+    import random
+
+    from cuzk_ray.circuits.porep import FilecoinLayout, compact_filecoin, synthesize_filecoin_parts
+    from cuzk_ray.cuda.witness import expand, padded_bitmap
+
+    print("\n| log2 n (filecoin shape) | wires | full wires | compact MiB | expand ms | GB/s written |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for log_n in sizes:
+        lay = FilecoinLayout.make(1 << log_n, 327)
+        w = compact_filecoin(lay, synthesize_filecoin_parts(1 << log_n, 327, seed=log_n))
+        full = cp.asarray(padded_bitmap(w.full, w.n_wires)).view(cp.uint32)
+        bits = cp.asarray(padded_bitmap(w.bits, w.n_wires)).view(cp.uint32)
+        values = cp.asarray(w.values)
+        ms = time_ms(cp, lambda: expand(w.n_wires, full, bits, values), runs)
+        out = expand(w.n_wires, full, bits, values)
+        rng = random.Random(log_n)
+        for a in (rng.randrange(max(1, w.n_wires - 1024)) for _ in range(64)):
+            b = min(w.n_wires, a + 1024)
+            if not np.array_equal(cp.asnumpy(out[a:b]), w.wires(a, b)):
+                raise AssertionError(f"witness expansion at 2^{log_n}: wires {a}..{b} differ from the host's")
+        del out
+        print(f"| {log_n} | {w.n_wires} | {w.n_full} | {w.nbytes / 2**20:.1f} | {ms:.3f} | "
+              f"{w.n_wires * 32 / ms / 1e6:.0f} |")
+
+
 def parse_variants(arg: str) -> list[list[str]]:
     """"A=1,B=2;C=3" -> [["A=1", "B=2"], ["C=3"]]: compile-time variants, their defines."""
     return [v.split(",") for v in arg.split(";")]
@@ -116,7 +147,7 @@ def parse_variants(arg: str) -> list[list[str]]:
 def main(argv: list[str]) -> None:
     cp = require_cupy()
     sizes, runs, h_max = list(range(16, 27)), 7, 40
-    msm_sizes, spmv_sizes, setup_sizes, check_sizes = [], [], [], []
+    msm_sizes, spmv_sizes, setup_sizes, check_sizes, witness_sizes = [], [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables = [], [], []
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
@@ -155,6 +186,8 @@ def main(argv: list[str]) -> None:
             setup_sizes = parse_sizes(args.pop(0))
         elif a == "--check":
             check_sizes = parse_sizes(args.pop(0))
+        elif a == "--witness":
+            witness_sizes = parse_sizes(args.pop(0))
         elif a == "--pass":
             pass_kernels = args.pop(0).split(",")
         elif a == "--pass-bits":
@@ -183,6 +216,8 @@ def main(argv: list[str]) -> None:
         bench_setup(cp, setup_sizes, runs)
     if check_sizes:
         bench_range_check(cp, check_sizes, runs)
+    if witness_sizes:
+        bench_witness(cp, witness_sizes, runs)
 
 
 _NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels

@@ -7,7 +7,7 @@ the bitmaps and the few field elements cross the bus, the 32 bytes per wire are 
 Bitmaps go up as little-endian 32-bit words: the packed bytes (np.packbits, bitorder "little")
 zero-padded to ``4 * bitmap_words(n)`` bytes, so wire i is bit i & 31 of word i >> 5. The cuda
 backend's ``stage`` does that padding in its pinned staging buffers and calls ``expand``.
-Cost at 2^27: one pass writing 4 GiB (~1 ms on an H200), see witness.cu.
+Cost at 2^27: one pass writing 4 GiB, 2.45 ms measured on an H200 (witness.cu).
 """
 
 from __future__ import annotations
