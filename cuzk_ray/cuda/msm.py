@@ -46,6 +46,7 @@ SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
 CHUNK_THREADS = 32768  # at least about this many threads for the bucket reduction (msm_chunks)
 CHUNK_MAX = 16  # at most this many buckets per msm_chunks thread
+XYZZ_BYTES_MAX = 4 * 2 * 48  # one G2 bucket: 4 coordinates in Fp2
 BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
 TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (12 windows)
 TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
@@ -82,7 +83,15 @@ G2 = Group("g2", "msm_g2.cu", "g2_", (2, FP_LIMBS), g2_ref)
 
 
 def default_window(n: int) -> int:
-    """Window bits c: about log2(n) - 2, between 4 and 16."""
+    """Window bits c: about log2(n) - 2, between 4 and 16; larger from 2^24 scalars, where fewer
+    windows (additions = W n) pay for more buckets to reduce. H200, G1 uniform, plain bases
+    (2026-12-01, docs/BENCHMARKS.md): 2^24 c = 16 / 18 / 20: 136.0 / 132.6 / 139.8 ms (the 2^19
+    buckets of 13 windows take 25 ms to reduce); 2^26: 518.9 / 490.4 / 450.4; 2^27: 1031 / 966 /
+    868 ms. G2 2^24: 453.9 / 447.6 / 444.5 ms."""
+    if n >= 1 << 25:
+        return 20
+    if n >= 1 << 24:
+        return 18
     return max(4, min(16, n.bit_length() - 3))
 
 
@@ -94,8 +103,11 @@ def windows_for(c: int) -> int:
 def scratch_bytes(n: int) -> int:
     """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table):
     the 64-bit digit entries of every window (window_sums), as much again for the sort's
-    temporary storage, and the index lists of split_scalars. At 2^27: ~33 GiB."""
-    return 2 * windows_for(default_window(n)) * n * 8 + n * 12
+    temporary storage, the index lists of split_scalars, and the XYZZ buckets (G2's size, the
+    larger). At 2^27 (c = 20, 13 windows): ~29 GiB."""
+    c = default_window(n)
+    W = windows_for(c)
+    return 2 * W * n * 8 + n * 12 + W * (1 << (c - 1)) * XYZZ_BYTES_MAX
 
 
 @dataclass
