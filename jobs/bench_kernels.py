@@ -18,6 +18,8 @@
         --seg-max 32: most sorted entries per thread in the MSM bucket accumulation (cuda_msm.SEG_MAX).
         --accumulate "xyzz,affine": time every G1/G2 MSM row with each bucket accumulation
         (cuda_msm.ACCUMULATE: XYZZ mixed additions, or batch-affine levels), side by side.
+        --aff-k-max 256 / --aff-budget-gib 16: the affine levels' most slots per thread
+        (cuda_msm.AFF_K_MAX) and level buffers per group of runs (cuda_msm.AFFINE_BUDGET).
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
         --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
@@ -174,6 +176,14 @@ def main(argv: list[str]) -> None:
             cuda_msm.SEG_MAX = int(args.pop(0))
         elif a == "--accumulate":
             accumulates = args.pop(0).split(",")
+        elif a in ("--aff-k-max", "--aff-budget-gib"):
+            from cuzk_ray.cuda import msm as cuda_msm
+
+            v = int(args.pop(0))
+            if a == "--aff-k-max":
+                cuda_msm.AFF_K_MAX = v
+            else:
+                cuda_msm.AFFINE_BUDGET = v << 30
         elif a == "--g1-table":
             g1_tables = parse_sizes(args.pop(0))
         elif a == "--g2-table":

@@ -18,6 +18,13 @@ the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, poi
 reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
 sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
 
+Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
+place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
+level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
+msm_aff_level, ~6 Fp mul per addition instead of 10), in groups of runs whose level buffers fit
+AFFINE_BUDGET; the one point per run left is added into its bucket (msm_aff_buckets). Then the
+same msm_chunks / xyzz_sum_rows / Horner.
+
 Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
 windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
 BATCH_AFFINE points); an MSM over such bases puts every window's digits into one set of 2^(c-1)
@@ -357,10 +364,10 @@ def affine_bucket_sums_with(xp, ops, entries, M: int, total: int, budget: int):
 class AffineOps:
     """The device kernels of the affine accumulation for aff_reduce / affine_bucket_sums_with."""
 
-    block, k_min, k_max, min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX, AFF_MIN_THREADS
-
     def __init__(self, cp, g: Group, pts, buckets, timer=None):
         self.cp, self.g, self.pts, self.bucket_buf, self.timer = cp, g, pts, buckets, timer
+        # read at call time, so tests can force K and the block count
+        self.block, self.k_min, self.k_max, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX, AFF_MIN_THREADS
         self.elem_bytes = int(np.prod(g.elem)) * 8
         self.point_bytes = 2 * self.elem_bytes
 

@@ -22,6 +22,8 @@
 //     is written by at most one thread (only a run inside one segment is written), so the
 //     read-modify-write of the bucket needs no atomics. A bucket holding half of all points
 //     costs every thread at most S additions per pass.
+//     Or (host ACCUMULATE = "affine") the batch-affine levels, msm_aff_runs / msm_aff_level /
+//     msm_aff_buckets below: ~6 instead of 10 Fp mul per addition.
 //  4. msm_chunks: one thread per chunk of L buckets of a window: running sums give
 //     T = sum_t (t+1) B_t and S = sum_t B_t, and the chunk's share of sum_b b B_b is
 //     T + (j L) S (double-and-add, < c doublings). ~2L XYZZ additions per thread.
