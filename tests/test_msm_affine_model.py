@@ -161,3 +161,67 @@ def test_broken_pairing_fails(multiples, monkeypatch):
     monkeypatch.setattr(cuda_msm, "aff_level_plan", bad_plan)
     with pytest.raises(AssertionError):
         check(bases, scalars, 3)
+
+
+def kernel_params(name: str) -> list[str]:
+    """Parameter names of kernel `name` as DEFINE_MSM_KERNELS declares it (ec/msm_impl.cuh)."""
+    src = (Path(cuda_msm.__file__).parents[1] / "kernels" / "ec" / "msm_impl.cuh").read_text().replace("\\\n", " ")
+    sig = re.search(r"prefix##" + name + r"\((.*?)\)\s*\{", src, re.S).group(1)
+    return [p.strip().split()[-1].lstrip("*") for p in sig.split(",")]
+
+
+def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
+    """cuda_msm.AffineOps (the device side) with the kernels replaced by the model, each launch's
+    arguments bound by the kernel's own parameter names: the argument order of every launch, the
+    grid / block shape and the bucket sums are checked without a GPU."""
+    from affine_model import ModelOps
+
+    rng = random.Random(SEED + 5)
+    n, c = 150, 4
+    bases = [multiples[rng.randrange(0, 41)] for _ in range(n)]
+    scalars = [rng.randrange(R_MOD) for _ in range(n)]
+    ent, W = sorted_entries(scalars, c)
+    total = W << (c - 1)
+    M = int(np.searchsorted(ent, np.uint64(0xFFFFFFFF << 32)))
+    model = ModelOps(bases, total, block=cuda_msm.AFF_THREADS, k_min=cuda_msm.AFF_K_MIN,
+                     k_max=cuda_msm.AFF_K_MAX, min_threads=cuda_msm.AFF_MIN_THREADS)
+    calls = []
+
+    class Kernel:
+        def __init__(self, name):
+            self.name, self.params = name, kernel_params(name)
+
+        def __call__(self, grid, block, args):
+            assert len(args) == len(self.params), self.name
+            a = dict(zip(self.params, args))
+            calls.append(self.name)
+            if self.name == "msm_aff_runs":
+                assert grid[0] * block[0] >= int(a["len"])
+                model.runs(a["sorted"], int(a["len"]), a["start_by_key"])
+            elif self.name.startswith("msm_aff_level"):
+                assert block == (cuda_msm.AFF_THREADS,)
+                gather = self.name.endswith("_gather")
+                assert (a["pts"] is bases_marker) == gather
+                model.level(gather, a["pts"], a.get("sorted"), a["in_start"], a["in_len"], a["out_start"], int(a["R"]),
+                            int(a["slots"]), int(a["K"]), grid[0], a["scratch"], a["out"])
+            elif self.name == "msm_aff_buckets":
+                assert a["buckets"] is bucket_marker and grid[0] * block[0] >= int(a["R"])
+                model.buckets(a["pts"], a["keys"], int(a["R"]))
+            else:
+                raise AssertionError(self.name)
+
+    bases_marker, bucket_marker = object(), object()
+    monkeypatch.setattr(cuda_msm, "get_kernel", lambda module, name, defines=(): Kernel(name))
+
+    class Ops(cuda_msm.AffineOps):  # host lists in place of device buffers (the model writes tuples)
+        def alloc_points(self, k):
+            return [None] * k
+
+        def alloc_scratch(self, k):
+            return [None] * k
+
+    ops = Ops(np, cuda_msm.G1, bases_marker, bucket_marker)
+    cuda_msm.affine_bucket_sums_with(np, ops, ent, M, total, cuda_msm.AFFINE_BUDGET)
+    assert calls[0] == "msm_aff_runs" and calls[1] == "msm_aff_level_gather" and calls[-1] == "msm_aff_buckets"
+    assert "msm_aff_level" in calls
+    assert model.bucket == direct_buckets(bases, ent, total)
