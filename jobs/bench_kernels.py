@@ -16,6 +16,10 @@
         variants, "," between the defines of one); --g1-table / --g2-table "20": also time MSMs over
         bases with a table of window multiples for these c (build time printed).
         --seg-max 32: most sorted entries per thread in the MSM bucket accumulation (cuda_msm.SEG_MAX).
+        --accumulate "xyzz,affine": time every G1/G2 MSM row with each bucket accumulation
+        (cuda_msm.ACCUMULATE: XYZZ mixed additions, or batch-affine levels), side by side.
+        --aff-k-max 256 / --aff-budget-gib 16: the affine levels' most slots per thread
+        (cuda_msm.AFF_K_MAX) and level buffers per group of runs (cuda_msm.AFFINE_BUDGET).
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
         --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
@@ -149,7 +153,7 @@ def main(argv: list[str]) -> None:
     sizes, runs, h_max = list(range(16, 27)), 7, 40
     msm_sizes, spmv_sizes, setup_sizes, check_sizes, witness_sizes = [], [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
-    g1_variants, g1_tables, g2_tables = [], [], []
+    g1_variants, g1_tables, g2_tables, accumulates = [], [], [], [None]
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
     args = list(argv)
     while args:
@@ -170,6 +174,16 @@ def main(argv: list[str]) -> None:
             from cuzk_ray.cuda import msm as cuda_msm
 
             cuda_msm.SEG_MAX = int(args.pop(0))
+        elif a == "--accumulate":
+            accumulates = args.pop(0).split(",")
+        elif a in ("--aff-k-max", "--aff-budget-gib"):
+            from cuzk_ray.cuda import msm as cuda_msm
+
+            v = int(args.pop(0))
+            if a == "--aff-k-max":
+                cuda_msm.AFF_K_MAX = v
+            else:
+                cuda_msm.AFFINE_BUDGET = v << 30
         elif a == "--g1-table":
             g1_tables = parse_sizes(args.pop(0))
         elif a == "--g2-table":
@@ -205,9 +219,9 @@ def main(argv: list[str]) -> None:
             print(f"NTT pass kernel: {kernel}, at most {bits} stages per pass")
             ntt_table(cp, sizes, runs, h_max)
     if msm_sizes:
-        bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables)
+        bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables, accumulates)
     if g2_sizes:
-        bench_msm_g2(cp, g2_sizes, runs, g2_windows, g2_variants, g2_tables)
+        bench_msm_g2(cp, g2_sizes, runs, g2_windows, g2_variants, g2_tables, accumulates)
     if fixed_sizes:
         bench_fixed_base(cp, fixed_sizes, runs)
     if spmv_sizes:
@@ -417,12 +431,14 @@ def phase_ms(fn, *args, **kw) -> str:
 
 
 def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, want_fn, figures: tuple,
-                   kinds=("uniform", "90% bits", "bits"), windows=(), variants=(), tables=()) -> None:
+                   kinds=("uniform", "90% bits", "bits"), windows=(), variants=(), tables=(),
+                   accumulates=(None,)) -> None:
     """One MSM table for group g: bases = 1024 distinct points `rows` tiled to n, prepared once
     (prepare_bases: Montgomery form, as the prover keeps them); rows per scalar kind, extra
     windows, compile-time variants (defines) and tables of window multiples (c; build time shown).
     want_fn(sc, res) checks each result exactly. figures: DESIGN.md's (floor ms, best published,
-    target ms) at 2^24; the floor is scaled by n for other sizes ("~")."""
+    target ms) at 2^24; the floor is scaled by n for other sizes ("~"). accumulates: bucket
+    accumulations ("xyzz", "affine"; None = cuda_msm.ACCUMULATE), each case timed with each."""
     import dataclasses
     import time
 
@@ -440,7 +456,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
         cases += [("uniform", c, tag, gv, None) for c in windows for tag, gv in groups]
         cases += [(kind, None, tag, gv, c) for c in tables for tag, gv in groups for kind in kinds if kind != "bits"]
         prepared: dict = {}
-        for kind, window, tag, gv, table_c in cases:
+        for (kind, window, tag, gv, table_c), acc in ((case, a) for case in cases for a in accumulates):
             key = (tag, table_c)
             if key not in prepared:
                 bases = None
@@ -453,21 +469,22 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
             bases = prepared[key]
             sc = msm_scalars(cp, n, kind, log_n + scalar_seed)
             use = True if table_c else None  # a table row goes through the table whatever the scalar count
-            res = msm(gv, bases, sc, window, use_table=use)  # warm-up
+            res = msm(gv, bases, sc, window, use_table=use, accumulate=acc)  # warm-up
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                res = msm(gv, bases, sc, window, use_table=use)
+                res = msm(gv, bases, sc, window, use_table=use, accumulate=acc)
                 times.append((time.perf_counter() - t0) * 1e3)
             ok = want_fn(sc, res)
             _, rest = split_scalars(cp, sc)
             m = int(rest.shape[0])
             c = table_c or window or (default_window(m) if m else "-")  # the window msm uses
-            name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "")
+            name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "") + (f" [{acc}]" if acc else "")
             at24 = log_n == 24
+            phases = phase_ms(msm, gv, bases, sc, window, use_table=use, accumulate=acc)
             print(f"| {log_n} | {name} | {c} | {statistics.median(times):.2f} | {min(times):.2f} "
                   f"| ~{floor * n / 2**24:.{1 if n >= 2**20 else 2}f} | {published if at24 else ''} "
-                  f"| {target if at24 else ''} | {phase_ms(msm, gv, bases, sc, window, use_table=use)} |"
+                  f"| {target if at24 else ''} | {phases} |"
                   + ("" if ok else "  RESULT CHECK FAILED"), flush=True)
             del sc
         bases = None
@@ -476,7 +493,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
+def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=(), accumulates=(None,)) -> None:
     from cuzk_ray.cuda.msm import G1
     from cuzk_ray.field import fp_to_limbs, limbs_to_ints
     from cuzk_ray.ref import g1 as g1_ref
@@ -494,10 +511,10 @@ def bench_msm(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
         return (None if x == 0 and y == 0 else (int(x), int(y))) == msm_expected(cp, sc, start, min(sc.shape[0], 1024))
 
     bench_msm_rows(cp, G1, "G1", rows, sizes, runs, 200, want, G1_MSM_FIGURES, windows=windows, variants=variants,
-                   tables=tables)
+                   tables=tables, accumulates=accumulates)
 
 
-def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> None:
+def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=(), accumulates=(None,)) -> None:
     from py_arkworks_bls12381 import G2Point, Scalar
 
     from cuzk_ray.cuda.msm import G2
@@ -514,7 +531,8 @@ def bench_msm_g2(cp, sizes, runs: int, windows=(), variants=(), tables=()) -> No
         return np.array_equal(res, g2_array([start * Scalar(msm_expected_scalar(cp, sc, min(sc.shape[0], 1024)))])[0])
 
     bench_msm_rows(cp, G2, "G2", rows, sizes, runs, 300, want, G2_MSM_FIGURES,
-                   kinds=("uniform", "90% bits"), windows=windows, variants=variants, tables=tables)
+                   kinds=("uniform", "90% bits"), windows=windows, variants=variants, tables=tables,
+                   accumulates=accumulates)
 
 
 def bench_fixed_base(cp, sizes, runs: int) -> None:

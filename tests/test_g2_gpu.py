@@ -32,6 +32,13 @@ SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
 TABLE = 600  # distinct multiples 1..TABLE of the base point
 
 
+@pytest.fixture(params=["xyzz", "affine"])
+def accumulate(request, monkeypatch):
+    """The MSM tests run with both bucket accumulations (cuda_msm.ACCUMULATE)."""
+    monkeypatch.setattr(cuda_msm, "ACCUMULATE", request.param)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def table():
     """(B, rows) with rows[k] = k * B as uint64[2, 2, 6] standard form, rows[0] = infinity."""
@@ -64,6 +71,7 @@ def run(table, ks, scalars, window=None, device=False):
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 17, 1000, 2**12 + 5])
+@pytest.mark.usefixtures("accumulate")
 def test_random_vs_arkworks(table, n):
     rng = random.Random(SEED + n)
     ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]  # some points at infinity
@@ -75,6 +83,7 @@ def test_random_vs_arkworks(table, n):
     assert np.array_equal(run(table, ks, sc), want), f"n={n} seed {SEED}"
 
 
+@pytest.mark.usefixtures("accumulate")
 def test_large_mixed(table):
     rng = random.Random(SEED + 7)
     n = 2**16
@@ -87,6 +96,7 @@ def test_large_mixed(table):
     assert not np.array_equal(run(table, ks, sc, device=True), want)  # negative
 
 
+@pytest.mark.usefixtures("accumulate")
 def test_zero_and_one_scalars(table):
     rng = random.Random(SEED + 100)
     n = 4099
@@ -100,6 +110,7 @@ def test_zero_and_one_scalars(table):
     assert np.array_equal(run(table, ks, bits), expected(table[0], ks, bits))
 
 
+@pytest.mark.usefixtures("accumulate")
 def test_infinity_repeated_and_opposite_points(table):
     rng = random.Random(SEED + 200)
     n = 3000
@@ -118,6 +129,7 @@ def test_infinity_repeated_and_opposite_points(table):
     assert np.array_equal(cuda_msm.msm_g2(rows, fr_to_limbs(sc)), p)
 
 
+@pytest.mark.usefixtures("accumulate")
 def test_windows_and_odd_sizes(table):
     rng = random.Random(SEED + 300)
     n = 3001  # not a multiple of any window's bucket count
@@ -135,6 +147,7 @@ def test_bad_inputs():
         cuda_msm.msm_g2(np.zeros((1, 2, 2, 6), np.uint64), fr_to_limbs([0]) + np.uint64(2**64 - 1))
 
 
+@pytest.mark.usefixtures("accumulate")
 def test_backend_msm_g2_resident_and_slices():
     from cuzk_ray.backends.cpu import CpuBackend
     from cuzk_ray.backends.cuda import CudaBackend
@@ -203,6 +216,7 @@ def test_dev_setup_on_the_gpu_equals_cpu():
 
 
 @pytest.mark.parametrize("c", [4, 16, 20])
+@pytest.mark.usefixtures("accumulate")
 def test_g2_msm_with_table(table, c):
     """G2 bases with a table of window multiples: MSMs through it equal arkworks; tampered differs."""
     rng = random.Random(SEED + 900 + c)
@@ -216,3 +230,19 @@ def test_g2_msm_with_table(table, c):
     i = next(j for j, k in enumerate(ks) if k != 0)
     sc[i] = (sc[i] + 1) % R_MOD
     assert not np.array_equal(cuda_msm.msm_g2(bases, fr_to_limbs(sc), use_table=True), want)
+
+
+@pytest.mark.parametrize("n", [2, 5, 128, 4097, 2**16 + 1])
+def test_g2_affine_sizes_and_forced_k(table, monkeypatch, n):
+    """G2 through the batch-affine levels: sizes no multiple of a block, uniform and all-equal
+    scalars over repeated bases (doublings), K = 1 and K = 3, many groups (1 MiB budget)."""
+    rng = random.Random(SEED + 1000 + n)
+    ks = [rng.randrange(0, TABLE + 1) if j % 2 else rng.randrange(1, 3) for j in range(n)]
+    s = rng.randrange(2, R_MOD)
+    for setting in ({}, dict(AFF_K_MIN=1, AFF_K_MAX=1), dict(AFF_K_MIN=3, AFF_K_MAX=3), dict(AFFINE_BUDGET=1 << 20)):
+        for k, v in setting.items():
+            monkeypatch.setattr(cuda_msm, k, v)
+        for sc in (scalars_mix(rng, n, 0.2), [s] * n, [R_MOD - 1] * n):
+            pts = np.ascontiguousarray(table[1][np.asarray(ks, dtype=np.int64)])
+            got = cuda_msm.msm_g2(pts, fr_to_limbs(sc), accumulate="affine")
+            assert np.array_equal(got, expected(table[0], ks, sc)), f"n={n} {setting} seed {SEED}"

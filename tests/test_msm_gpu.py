@@ -28,6 +28,19 @@ SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
 TABLE = 600  # distinct multiples 1..TABLE of the base point
 
 
+NO_ACCUMULATION = {"test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
+                   "test_scalar_range_check_on_device"}  # no bucket accumulation: run once
+
+
+@pytest.fixture(autouse=True, params=["xyzz", "affine"])
+def accumulate(request, monkeypatch):
+    """Every MSM test of this module with both bucket accumulations (cuda_msm.ACCUMULATE)."""
+    if request.param == "affine" and request.node.originalname in NO_ACCUMULATION:
+        pytest.skip("no bucket accumulation in this test")
+    monkeypatch.setattr(cuda_msm, "ACCUMULATE", request.param)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def table():
     """(B, rows) with rows[k] = k * B as uint64[2, 6] standard form, rows[0] = infinity."""
@@ -127,7 +140,7 @@ def test_device_inputs_and_windows(table):
     sc = scalars_mix(rng, n, 0.5)
     want = expected(table[0], ks, sc)
     assert run(table, ks, sc, device=True) == want
-    for window in (2, 3, 7, 13, 16, 20):
+    for window in (2, 3, 7, 13, 16, 20, 21):
         assert run(table, ks, sc, window=window) == want, f"window {window} seed {SEED}"
     tampered = list(sc)
     i = next(j for j, s in enumerate(sc) if s > 1 and ks[j] != 0)
@@ -320,3 +333,88 @@ def test_scalar_range_check_on_device(monkeypatch):
         with pytest.raises(ValueError, match=f"element {len(rows) + 3} is not"):
             cuda.check_fr_array(cp.asarray(z), "t", ndims=(2, 3))
     assert cuda.check_fr_array(cp.asarray(np.stack([rows, rows])), "t", ndims=(2, 3)).shape == (2, len(rows), 4)
+
+
+# --- batch-affine accumulation (ACCUMULATE = "affine"): sizes, windows, K and groups forced ---
+
+
+def uniform_limbs(rng, n):
+    limbs = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    limbs[:, 3] %= np.uint64(R_MOD >> 192)
+    return limbs
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 17, 64, 255, 1000, 4097, 2**14, 2**16 + 1, 2**18 - 1, 2**20])
+def test_affine_sizes_vs_oracle(table, n, accumulate):
+    """2^1..2^20 and sizes that are no multiple of a block (128 threads x K slots): uniform
+    scalars with some 0, 1 and -1, infinity and repeated bases; xyzz and affine agree."""
+    if accumulate == "xyzz":
+        pytest.skip("the affine path's sweep (xyzz is the same call with accumulate=)")
+    rng = np.random.default_rng(SEED % 2**32 + n)
+    ks = rng.integers(0, TABLE + 1, size=n)
+    limbs = uniform_limbs(rng, n)
+    special = rng.random(n) < 0.1
+    limbs[special] = np.asarray([[0, 0, 0, 0], [1, 0, 0, 0], fr_to_limbs([R_MOD - 1])[0]],
+                                dtype=np.uint64)[rng.integers(0, 3, size=int(special.sum()))]
+    sc = [int(v) for v in limbs_to_ints(limbs)]
+    pts = cp.asarray(np.ascontiguousarray(table[1][ks]))
+    want = expected(table[0], ks, sc)
+    if n <= 64:
+        assert want == g1_ref.msm_naive(sc, [point(table[1][k]) for k in ks])
+    got = point(cuda_msm.msm_g1(pts, cp.asarray(limbs), accumulate="affine"))
+    assert got == want, f"n={n} seed {SEED}"
+    assert point(cuda_msm.msm_g1(pts, cp.asarray(limbs), accumulate="xyzz")) == want
+
+
+@pytest.mark.parametrize("setting", ["K=1", "K=256 partial blocks", "K=3", "tiny budget"])
+def test_affine_k_and_groups_forced(table, monkeypatch, setting, accumulate):
+    """The level kernel with one slot per thread, always 256 (a last block mostly idle), an odd
+    K, and many groups of runs (AFFINE_BUDGET of 1 MiB): uniform, all-equal and small digits."""
+    if accumulate == "xyzz":
+        pytest.skip("affine only")
+    values = {"K=1": dict(AFF_K_MIN=1, AFF_K_MAX=1), "K=256 partial blocks": dict(AFF_K_MIN=256, AFF_MIN_THREADS=1),
+              "K=3": dict(AFF_K_MIN=3, AFF_K_MAX=3), "tiny budget": dict(AFFINE_BUDGET=1 << 20)}[setting]
+    for k, v in values.items():
+        monkeypatch.setattr(cuda_msm, k, v)
+    rng = random.Random(SEED + 1000)
+    n = 20001
+    ks = [rng.randrange(0, TABLE + 1) if j % 3 else rng.randrange(1, 3) for j in range(n)]
+    s = rng.randrange(2, R_MOD)
+    for name, sc in {"uniform": [rng.randrange(R_MOD) for _ in range(n)], "equal": [s] * n,
+                     "small": [rng.randrange(2, 10) for _ in range(n)], "minus one": [R_MOD - 1] * n}.items():
+        assert run(table, ks, sc) == expected(table[0], ks, sc), f"{setting} {name} seed {SEED}"
+
+
+def test_affine_large_windows_and_table(table, accumulate):
+    """Windows above the old limit of 20 and MSMs through a table of window multiples."""
+    if accumulate == "xyzz":
+        pytest.skip("affine only")
+    rng = random.Random(SEED + 1100)
+    n = 3001
+    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
+    sc = scalars_mix(rng, n, 0.3)
+    want = expected(table[0], ks, sc)
+    for window in (22, 24):
+        assert run(table, ks, sc, window=window) == want, f"window {window} seed {SEED}"
+    with pytest.raises(ValueError, match="outside 2..24"):
+        run(table, ks, sc, window=25)
+    bases = cuda_msm.prepare_bases(cuda_msm.G1, np.ascontiguousarray(table[1][np.asarray(ks)]), table_window=11)
+    assert point(cuda_msm.msm_g1(bases, fr_to_limbs(sc), use_table=True, accumulate="affine")) == want
+    with pytest.raises(ValueError, match="accumulate"):
+        cuda_msm.msm_g1(bases, fr_to_limbs(sc), accumulate="affin")
+
+
+def test_affine_doubling_and_cancelling_pairs(table, accumulate):
+    """Level 0 pairs equal points (P + P: the doubling formula) and P + (-P) (infinity, which
+    later levels pass through): every scalar the same, bases P, P, -P, -P, ... and P, -P, ..."""
+    if accumulate == "xyzz":
+        pytest.skip("affine only")
+    rng = random.Random(SEED + 1200)
+    p = point(table[1][rng.randrange(1, TABLE + 1)])
+    neg = (p[0], (-p[1]) % Q_MOD)
+    for pattern, k in (([p, p, neg, neg], 0), ([p, neg], 0), ([p, p, p], 3 * 1000), ([p, None, p, p], 3 * 750)):
+        flat = [v for q in pattern * (3000 // len(pattern)) for v in (q or (0, 0))]
+        rows = fp_to_limbs(flat).reshape(-1, 2, FP_LIMBS)
+        for s in (5, rng.randrange(R_MOD)):
+            got = point(cuda_msm.msm_g1(rows, fr_to_limbs([s] * rows.shape[0]), accumulate="affine"))
+            assert got == g1_ref.affine_mul(k * s % R_MOD, p), f"{pattern} s={s} seed {SEED}"

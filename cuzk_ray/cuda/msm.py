@@ -18,6 +18,13 @@ the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, poi
 reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
 sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
 
+Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
+place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
+level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
+msm_aff_level, ~6 Fp mul per addition instead of 10), in groups of runs whose level buffers fit
+AFFINE_BUDGET; the one point per run left is added into its bucket (msm_aff_buckets). Then the
+same msm_chunks / xyzz_sum_rows / Horner.
+
 Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
 windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
 BATCH_AFFINE points); an MSM over such bases puts every window's digits into one set of 2^(c-1)
@@ -52,6 +59,15 @@ TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (
 TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
 TABLE_LARGE = 1 << 23
 TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
+# The bucket accumulation: "xyzz" (msm_seg_points: mixed XYZZ additions, 10 Fp mul each) or
+# "affine" (batch-affine pair reduction: msm_aff_level, ~6 Fp mul per addition plus one inversion
+# per block); msm(accumulate=) overrides per call. Both kept until measured on the H200.
+ACCUMULATE = "xyzz"
+AFF_THREADS = 128  # threads per block of msm_aff_level (= AFF_B in ec/msm_impl.cuh)
+AFF_K_MIN, AFF_K_MAX = 8, 256  # output slots per msm_aff_level thread (one inversion per block of them)
+AFF_MIN_THREADS = 1 << 16  # K is lowered (to AFF_K_MIN) to keep about this many threads per level
+AFFINE_BUDGET = 16 << 30  # bytes of level buffers per group of bucket runs (runs beyond it: more groups)
+MAX_WINDOW = 24  # plain-bases windows 2..MAX_WINDOW (key = w 2^(c-1) + |d| - 1 fits 32 bits)
 
 
 @dataclass(frozen=True)
@@ -100,14 +116,17 @@ def windows_for(c: int) -> int:
     return 255 // c + 1
 
 
-def scratch_bytes(n: int) -> int:
+def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table):
     the 64-bit digit entries of every window (window_sums), as much again for the sort's
     temporary storage, the index lists of split_scalars, and the XYZZ buckets (G2's size, the
-    larger). At 2^27 (c = 20, 13 windows): ~29 GiB."""
+    larger). At 2^27 (c = 20, 13 windows): ~29 GiB. The affine accumulation adds its level
+    buffers (AFFINE_BUDGET per group of runs, one group at a time; more only where one bucket's
+    run alone is larger) and the run arrays."""
     c = default_window(n)
     W = windows_for(c)
-    return 2 * W * n * 8 + n * 12 + W * (1 << (c - 1)) * XYZZ_BYTES_MAX
+    extra = AFFINE_BUDGET + 16 * n if (accumulate or ACCUMULATE) == "affine" else 0
+    return 2 * W * n * 8 + n * 12 + W * (1 << (c - 1)) * XYZZ_BYTES_MAX + extra
 
 
 @dataclass
@@ -270,6 +289,135 @@ def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int, timer=Non
     return buckets
 
 
+# ---------------------------------------------------------------------------------------------
+# Batch-affine accumulation (ACCUMULATE = "affine"). The driver below is written against an
+# array module xp (cupy on the device, numpy in the CPU model) and an `ops` object that runs
+# the kernels (AffineOps here; tests/affine_model.py emulates them in Python ints), so the CPU
+# test runs this exact planning code: runs, groups, per-level offsets, K, ping-pong buffers.
+
+
+def aff_slots_per_thread(slots: int, k_min: int = AFF_K_MIN, k_max: int = AFF_K_MAX,
+                         min_threads: int = AFF_MIN_THREADS) -> int:
+    """K, the output slots of one msm_aff_level thread: about slots / min_threads, k_min..k_max."""
+    return max(k_min, min(k_max, slots // min_threads))
+
+
+def aff_level_plan(xp, in_len):
+    """Per run: out_len = ceil(len / 2), out_start = exclusive prefix sum; and the total."""
+    out_len = (in_len + xp.uint32(1)) >> xp.uint32(1)
+    csum = xp.cumsum(out_len, dtype=xp.uint32)
+    return out_len, csum - out_len, int(csum[-1])
+
+
+def aff_groups(xp, lens, point_bytes: int, elem_bytes: int, budget: int) -> list[tuple[int, int]]:
+    """Runs split into consecutive groups [r0, r1) whose level buffers (ceil(len/2) points and
+    as many scratch elements, then ceil(len/4) points, 16 bytes of run arrays per run and level)
+    stay within budget bytes; a run larger than that alone is a group of its own."""
+    L = lens.astype(xp.int64)
+    cost = ((L + 1) // 2) * (point_bytes + elem_bytes) + ((L + 3) // 4) * point_bytes + 64
+    cum = xp.cumsum(cost)
+    R = int(lens.shape[0])
+    out, r0, done = [], 0, 0
+    while r0 < R:
+        r1 = int(xp.searchsorted(cum, xp.asarray([done + budget], dtype=xp.int64), side="right")[0])
+        r1 = min(R, max(r1, r0 + 1))
+        out.append((r0, r1))
+        done = int(cum[r1 - 1])
+        r0 = r1
+    return out
+
+
+def aff_reduce(xp, ops, sorted_entries, in_start, in_len):
+    """The level-wise pair reduction of one group of R runs (sorted_entries: the group's digit
+    entries; in_start relative to them) -> the compact array of R affine points, one per run."""
+    R = int(in_len.shape[0])
+    maxlen = int(in_len.max())
+    bufs: list = [None, None]
+    scratch, scratch_n, level, cur = None, 0, 0, None
+    while True:
+        out_len, out_start, slots = aff_level_plan(xp, in_len)
+        K = aff_slots_per_thread(slots, ops.k_min, ops.k_max, ops.min_threads)
+        nblocks = -(-slots // (K * ops.block))
+        need = K * nblocks * ops.block
+        if need > scratch_n:  # level 0 needs the most (slots and K only shrink)
+            scratch, scratch_n = None, 0
+            scratch, scratch_n = ops.alloc_scratch(need), need
+        b = level % 2
+        if bufs[b] is None:  # level 0: slots_0 points; level 1: slots_1 (>= every later level's)
+            bufs[b] = ops.alloc_points(slots)
+        out = bufs[b]
+        ops.level(level == 0, cur, sorted_entries, in_start, in_len, out_start, R, slots, K, nblocks, scratch, out)
+        cur, in_start, in_len = out, out_start, out_len
+        maxlen = (maxlen + 1) // 2
+        level += 1
+        if maxlen == 1:
+            return cur
+
+
+def affine_bucket_sums_with(xp, ops, entries, M: int, total: int, budget: int):
+    """Batch-affine bucket sums into ops.buckets from M sorted entries (all with a key < total)."""
+    start_by_key = xp.full(total, NO_KEY, dtype=xp.uint32)
+    ops.runs(entries, M, start_by_key)
+    keys = xp.flatnonzero(start_by_key != xp.uint32(NO_KEY)).astype(xp.uint32)
+    starts = start_by_key[keys]  # increasing: the entries are sorted by key
+    del start_by_key
+    R = int(keys.shape[0])
+    lens = xp.empty_like(starts)
+    lens[:-1] = starts[1:] - starts[:-1]
+    lens[-1] = xp.uint32(M) - starts[-1]
+    for r0, r1 in aff_groups(xp, lens, ops.point_bytes, ops.elem_bytes, budget):
+        e0 = int(starts[r0])
+        e1 = int(starts[r1]) if r1 < R else M
+        compact = aff_reduce(xp, ops, entries[e0:e1], starts[r0:r1] - xp.uint32(e0), lens[r0:r1])
+        ops.buckets(compact, keys[r0:r1], r1 - r0)
+        ops.group_done()
+
+
+class AffineOps:
+    """The device kernels of the affine accumulation for aff_reduce / affine_bucket_sums_with."""
+
+    def __init__(self, cp, g: Group, pts, buckets, timer=None):
+        self.cp, self.g, self.pts, self.bucket_buf, self.timer = cp, g, pts, buckets, timer
+        # read at call time, so tests can force K and the block count
+        self.block, self.k_min, self.k_max, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX, AFF_MIN_THREADS
+        self.elem_bytes = int(np.prod(g.elem)) * 8
+        self.point_bytes = 2 * self.elem_bytes
+
+    def alloc_points(self, n: int):
+        return self.cp.empty((n, 2, *self.g.elem), dtype=self.cp.uint64)
+
+    def alloc_scratch(self, n: int):
+        return self.cp.empty((n, *self.g.elem), dtype=self.cp.uint64)
+
+    def runs(self, entries, M: int, start_by_key) -> None:
+        _launch(self.g, "msm_aff_runs", M, (entries, np.uint32(M), start_by_key))
+        _mark(self.timer, "aff_runs")
+
+    def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, R: int, slots: int, K: int,
+              nblocks: int, scratch, out) -> None:
+        tail = (in_start, in_len, out_start, np.uint32(R), np.uint32(slots), np.uint32(K), scratch, out)
+        g = self.g
+        if gather:
+            fn = get_kernel(g.module, g.prefix + "msm_aff_level_gather", g.defines)
+            fn((nblocks,), (self.block,), (self.pts, sorted_entries, *tail))
+        else:
+            fn = get_kernel(g.module, g.prefix + "msm_aff_level", g.defines)
+            fn((nblocks,), (self.block,), (src, *tail))
+
+    def buckets(self, compact, keys, R: int) -> None:
+        _launch(self.g, "msm_aff_buckets", R, (compact, keys, np.uint32(R), self.bucket_buf))
+
+    def group_done(self) -> None:
+        _mark(self.timer, "aff_levels")
+
+
+def affine_bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int, timer=None):
+    """[total] XYZZ buckets from M sorted (key << 32 | value) entries by batch-affine levels."""
+    buckets = _xyzz_buffer(cp, g, total, zero=True)
+    affine_bucket_sums_with(cp, AffineOps(cp, g, pts, buckets, timer), sorted_entries, M, total, AFFINE_BUDGET)
+    return buckets
+
+
 class PhaseTimer:
     """CUDA events between the phases of one MSM call: ``mark(name)`` ends the phase ``name``;
     ``ms()`` waits for the device and returns {phase: milliseconds} (host work included, since
@@ -297,10 +445,10 @@ def _mark(timer, name: str) -> None:
         timer.mark(name)
 
 
-def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0):
+def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0, accumulate: str | None = None):
     """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w.
     table_n != 0: pts is a table of window multiples of table_n bases for this c, and the one row
-    returned (W = 1) is the whole sum."""
+    returned (W = 1) is the whole sum. accumulate: "xyzz" | "affine" (default ACCUMULATE)."""
     m = int(idx.shape[0])
     W = windows_for(c)
     nb = 1 << (c - 1)
@@ -312,7 +460,12 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     entries.sort()
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
     _mark(timer, "sort")
-    buckets = bucket_sums(cp, g, pts, entries, M, total, timer) if M else _xyzz_buffer(cp, g, total, zero=True)
+    if not M:
+        buckets = _xyzz_buffer(cp, g, total, zero=True)
+    elif (accumulate or ACCUMULATE) == "affine":
+        buckets = affine_bucket_sums(cp, g, pts, entries, M, total, timer)
+    else:
+        buckets = bucket_sums(cp, g, pts, entries, M, total, timer)
     del entries
     # L: a power of two dividing nb, at most CHUNK_MAX (so 2^21 buckets still get 2^17 threads)
     L = min(nb, CHUNK_MAX, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))
@@ -325,13 +478,16 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
 
 
 def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
-        use_table: bool | None = None) -> np.ndarray:
+        use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard).
     points: affine standard form (converted per call) or Bases (prepare_bases). window: c of the
     per-window path (default: by size). use_table: bases with a table of window multiples use it
     (and its c) when True, never when False; None (default): when no window is given and at least
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
-    timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events)."""
+    timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events).
+    accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE)."""
+    if accumulate not in (None, "xyzz", "affine"):
+        raise ValueError(f"msm_{g.name}: accumulate {accumulate!r} is not 'xyzz' or 'affine'")
     cp = require_cupy()
     s = check_fr(scalars, f"msm_{g.name} scalars").limbs
     n = s.shape[0]
@@ -346,8 +502,8 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
         _check_points(g, points, n)
     if n >= 2**31:
         raise ValueError(f"msm_{g.name}: {n} points is more than this kernel indexes (2^31 - 1)")
-    if window is not None and not 2 <= window <= 20:
-        raise ValueError(f"msm_{g.name}: window {window} outside 2..20")
+    if window is not None and not 2 <= window <= MAX_WINDOW:
+        raise ValueError(f"msm_{g.name}: window {window} outside 2..{MAX_WINDOW}")
     if n == 0:
         return g.affine_to_limbs(None)
     if not isinstance(points, Bases):
@@ -367,12 +523,13 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
         use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
     if m and use_table:
         c = bases.table_window
-        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n)
+        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n,
+                           accumulate=accumulate)
         acc = xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
         _mark(timer, "host")
     elif m:
         c = window or default_window(m)
-        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer)
+        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer, accumulate=accumulate)
         for w, p in enumerate(reversed(xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
             if w:
                 for _ in range(c):
@@ -388,12 +545,12 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
 
 
 def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None,
-           use_table: bool | None = None) -> np.ndarray:
+           use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
-    return msm(G1, points, scalars, window, timings, use_table)
+    return msm(G1, points, scalars, window, timings, use_table, accumulate)
 
 
 def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None,
-           use_table: bool | None = None) -> np.ndarray:
+           use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G2: points uint64[n, 2, 2, 6] -> numpy uint64[2, 2, 6]."""
-    return msm(G2, points, scalars, window, timings, use_table)
+    return msm(G2, points, scalars, window, timings, use_table, accumulate)

@@ -22,6 +22,8 @@
 //     is written by at most one thread (only a run inside one segment is written), so the
 //     read-modify-write of the bucket needs no atomics. A bucket holding half of all points
 //     costs every thread at most S additions per pass.
+//     Or (host ACCUMULATE = "affine") the batch-affine levels, msm_aff_runs / msm_aff_level /
+//     msm_aff_buckets below: ~6 instead of 10 Fp mul per addition.
 //  4. msm_chunks: one thread per chunk of L buckets of a window: running sums give
 //     T = sum_t (t+1) B_t and S = sum_t B_t, and the chunk's share of sum_b b B_b is
 //     T + (j L) S (double-and-add, < c doublings). ~2L XYZZ additions per thread.
@@ -280,6 +282,206 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
     store_xyzz(out, id, acc);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Batch-affine bucket accumulation (cuda/msm.py ACCUMULATE = "affine"; replaces step 3).
+// The sorted entries form bucket runs. Level-wise pair reduction: level 0 pairs entries
+// start + 2q and start + 2q + 1 of each run (the points gathered from the bases, y negated for a
+// negative digit) and writes one affine point per pair (an odd run's last point passes through)
+// into a compact array in which the runs keep their order; the next levels repeat that over the
+// compact array until every run has one point, which msm_aff_buckets adds into its bucket.
+// Per run and level: out_len = ceil(len / 2), out_start = exclusive prefix sum of out_len (host,
+// CuPy), so output slot j of run r reads inputs in_start[r] + 2 (j - out_start[r]) and the next.
+// The additions of one level are independent, so they are done in affine coordinates with the
+// denominators inverted together (Montgomery's trick):
+//   pass 1: thread t owns the K consecutive slots t K .. t K + K - 1; per slot the denominator d
+//           (x2 - x1; 2 y1 for equal points; none for infinity operands, P + (-P) and
+//           pass-through slots, whose results are set directly) and the product of the thread's
+//           earlier denominators, stored in scratch (element k nthr + t: coalesced). 1 M.
+//   block:  the AFF_B thread products in a product tree in shared memory, one inversion of the
+//           root by thread 0, then down the tree: every thread gets 1 / (its product) (3 M per
+//           thread in all, one inversion per block of AFF_B K additions).
+//   pass 2: the slots in reverse: 1/d = inv * prefix, inv *= d (2 M), lambda = (y2 - y1)/d (1 M;
+//           a doubling 3 x1^2/d, +1 S), x3 = lambda^2 - x1 - x2 (1 S), y3 = lambda (x1 - x3) - y1 (1 M).
+// Per addition 5M + 1S = 6 Fp mul (G2: 6 Fp2 products = 17 Fp mul), against 8M + 2S = 10 for
+// the XYZZ mixed addition; plus the inversion: ~380 S + ~190 M on one lane per block, i.e. the
+// issue slots of ~570 warp-wide products per AFF_B K additions (K = 256, AFF_B = 128: ~0.6 Fp mul
+// per addition). Bytes per addition (G1): pass 1 reads x1, x2 (2 x 48; y only when the x are
+// equal or zero) and writes the prefix (48); pass 2 reads the prefix and both points (48 + 192)
+// and writes the sum (96): ~480 B, so 2^28 additions (G1 2^24, 16 windows) move ~130 GB, ~30 ms
+// at the H200's ~4.5 TB/s, under the ~65 ms of their 1.6 G Fp mul at 24 G mul/s if it overlaps.
+// Level 0 gathers the points at random (3 sectors per 96-byte point); later levels read
+// contiguous pairs.
+// Infinity is (0, 0) everywhere (bases, compact arrays). Neither curve has points of order 2,
+// so 2 y1 != 0 and every denominator in a product is non-zero.
+#ifndef AFF_B
+#define AFF_B 128  // threads per block of msm_aff_level (cuda/msm.py AFF_THREADS must match)
+#endif
+#ifndef AFF_MINB
+#define AFF_MINB 2
+#endif
+
+enum { AFF_ADD = 0, AFF_DBL = 1, AFF_COPY1 = 2, AFF_COPY2 = 3, AFF_INF = 4 };
+
+template <class F>
+__device__ __forceinline__ bool elem_eq(const F& a, const F& b) { return (a - b).is_zero(); }
+
+template <class F>
+__device__ __forceinline__ bool affine_is_inf(const affine_t<F>& p) { return p.x.is_zero() && p.y.is_zero(); }
+
+// Input e of a level: GATHER, entry e of the sorted digit entries (its base point, negated for a
+// negative digit); otherwise point e of the previous level's compact array.
+template <class F, bool GATHER>
+__device__ __forceinline__ u64 aff_src_index(const u64* sorted, u64 e) {
+    return GATHER ? (u64)((u32)sorted[e] & 0x7fffffffu) : e;
+}
+
+template <class F, bool GATHER>
+__device__ __forceinline__ affine_t<F> aff_src_point(const u32* pts, const u64* sorted, u64 e) {
+    if (GATHER) {
+        const u32 v = (u32)sorted[e];
+        affine_t<F> p = load_affine<F>(pts, v & 0x7fffffffu);
+        if ((v >> 31) && !affine_is_inf(p)) p.y = -p.y;
+        return p;
+    }
+    return load_affine<F>(pts, e);
+}
+
+// The kind of slot (p1, p2) and, for AFF_ADD / AFF_DBL, its denominator d.
+template <class F>
+__device__ __forceinline__ int aff_kind(const affine_t<F>& p1, const affine_t<F>& p2, F& d) {
+    if (affine_is_inf(p1)) return AFF_COPY2;
+    if (affine_is_inf(p2)) return AFF_COPY1;
+    if (!elem_eq(p1.x, p2.x)) {
+        d = p2.x - p1.x;
+        return AFF_ADD;
+    }
+    if (elem_eq(p1.y, p2.y)) {
+        d = p1.y + p1.y;
+        return AFF_DBL;
+    }
+    return AFF_INF;  // P + (-P)
+}
+
+// Largest r < R with out_start[r] <= j (out_start[0] = 0, increasing: every run has a slot).
+__device__ __forceinline__ u32 aff_find_run(const u32* out_start, u32 R, u32 j) {
+    u32 lo = 0, hi = R - 1;
+    while (lo < hi) {
+        const u32 mid = (lo + hi + 1) >> 1;
+        if (out_start[mid] <= j) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+}
+
+// One level over R runs (in_start, in_len: input positions; out_start: output positions) with
+// `slots` outputs in all. Launch: ceil(slots / (K AFF_B)) blocks of AFF_B threads (all threads
+// reach the barriers; slots past the end do nothing). scratch: [K nthr] F; out: [slots] affine.
+template <class F, bool GATHER>
+__device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* sorted, const u32* in_start,
+                                                   const u32* in_len, const u32* out_start, u32 R, u32 slots,
+                                                   u32 K, u32* scratch, u32* out) {
+    __shared__ F tree[2 * AFF_B];
+    const u32 tid = threadIdx.x;
+    const u32 t = blockIdx.x * AFF_B + tid;
+    const u64 nthr = (u64)gridDim.x * AFF_B;
+    const u64 j0 = (u64)t * K;
+    F acc = F::one();
+    u32 r = 0;
+    if (j0 < slots) {
+        r = aff_find_run(out_start, R, (u32)j0);
+        const u32 jend = (u32)min(j0 + K, (u64)slots);
+        for (u32 j = (u32)j0; j < jend; j++) {
+            while (r + 1 < R && out_start[r + 1] <= j) r++;
+            const u32 q = j - out_start[r];
+            if (2 * q + 1 >= in_len[r]) continue;  // pass-through
+            const u64 a = (u64)in_start[r] + 2 * q;
+            const F x1 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a));
+            const F x2 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a + 1));
+            F d;
+            if (!elem_eq(x1, x2) && !x1.is_zero() && !x2.is_zero()) {
+                d = x2 - x1;  // the common case, decided from the x alone
+            } else {
+                const int kind = aff_kind(aff_src_point<F, GATHER>(pts, sorted, a),
+                                          aff_src_point<F, GATHER>(pts, sorted, a + 1), d);
+                if (kind != AFF_ADD && kind != AFF_DBL) continue;
+            }
+            store_elem<F>(scratch, (u64)(j - j0) * nthr + t, acc);
+            acc = acc * d;
+        }
+    }
+    // 1 / acc for every thread of the block: product tree, one inversion, back down.
+    tree[AFF_B + tid] = acc;
+    __syncthreads();
+    for (u32 L = AFF_B / 2; L >= 1; L >>= 1) {
+        if (tid < L) tree[L + tid] = tree[2 * (L + tid)] * tree[2 * (L + tid) + 1];
+        __syncthreads();
+    }
+    if (tid == 0) tree[1] = inverse(tree[1]);
+    __syncthreads();
+    for (u32 L = 1; L < AFF_B; L <<= 1) {
+        if (tid < L) {
+            const u32 k = L + tid;
+            const F iv = tree[k], lo = tree[2 * k], hi = tree[2 * k + 1];
+            tree[2 * k] = iv * hi;
+            tree[2 * k + 1] = iv * lo;
+        }
+        __syncthreads();
+    }
+    F inv = tree[AFF_B + tid];
+    if (j0 >= slots) return;
+    const u32 jend = (u32)min(j0 + K, (u64)slots);
+    for (u32 j = jend; j-- > (u32)j0;) {
+        while (j < out_start[r]) r--;
+        const u32 q = j - out_start[r];
+        const u64 a = (u64)in_start[r] + 2 * q;
+        const affine_t<F> p1 = aff_src_point<F, GATHER>(pts, sorted, a);
+        affine_t<F> res;
+        if (2 * q + 1 >= in_len[r]) {
+            res = p1;
+        } else {
+            const affine_t<F> p2 = aff_src_point<F, GATHER>(pts, sorted, a + 1);
+            F d;
+            const int kind = aff_kind(p1, p2, d);
+            if (kind == AFF_ADD || kind == AFF_DBL) {
+                const F dinv = inv * load_elem<F>(scratch, (u64)(j - j0) * nthr + t);
+                inv = inv * d;
+                const F lambda = (kind == AFF_ADD ? p2.y - p1.y : mul_small<3>(sqr(p1.x))) * dinv;
+                res.x = sqr(lambda) - p1.x - p2.x;
+                res.y = lambda * (p1.x - res.x) - p1.y;
+            } else if (kind == AFF_COPY1) {
+                res = p1;
+            } else if (kind == AFF_COPY2) {
+                res = p2;
+            } else {
+                res.x = F::zero();
+                res.y = F::zero();
+            }
+        }
+        store_affine(out, j, res);
+    }
+}
+
+// Run heads of the sorted entries: start_by_key[key] = e for the first entry e of each key's
+// run (start_by_key pre-filled with NO_KEY; the host compacts it into the run arrays).
+__device__ __forceinline__ void msm_aff_runs_impl(const u64* sorted, u32 len, u32* start_by_key) {
+    const u32 e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= len) return;
+    const u32 key = (u32)(sorted[e] >> 32);
+    if (e == 0 || (u32)(sorted[e - 1] >> 32) != key) start_by_key[key] = e;
+}
+
+// buckets[keys[r]] += pts[r] (affine, infinity (0, 0) skipped) for the R runs of one group: a
+// bucket whose run was split between groups gets one addition per group (mixed XYZZ
+// addition; into an empty bucket it is a copy). Keys are distinct within a launch.
+template <class F>
+__device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* keys, u32 R, u32* buckets) {
+    const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= R) return;
+    const affine_t<F> p = load_affine<F>(pts, r);
+    if (affine_is_inf(p)) return;
+    const u32 key = keys[r];
+    store_xyzz(buckets, key, xyzz_madd(load_xyzz<F>(buckets, key), p));
+}
+
 // The module's kernels for field F, named prefix##msm_digits etc. (prefix may be empty).
 // points: affine Montgomery form (2 elements of F per point; msm_to_mont converts); sorted: len entries, all with
 // key != NO_KEY; buckets: [W 2^(c-1)] XYZZ, Montgomery form, zero-initialised (infinity).
@@ -315,4 +517,20 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
     }                                                                                                       \
     extern "C" __global__ void prefix##xyzz_sum_rows(const u32* in, u32 rows, u32 m, u32 per, u32* out) {     \
         xyzz_sum_rows_impl<F>(in, rows, m, per, out);                                                       \
+    } \
+    extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level_gather(                 \
+        const u32* pts, const u64* sorted, const u32* in_start, const u32* in_len, const u32* out_start,    \
+        u32 R, u32 slots, u32 K, u32* scratch, u32* out) {                                                  \
+        msm_aff_level_impl<F, true>(pts, sorted, in_start, in_len, out_start, R, slots, K, scratch, out);   \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level(                        \
+        const u32* pts, const u32* in_start, const u32* in_len, const u32* out_start, u32 R, u32 slots,     \
+        u32 K, u32* scratch, u32* out) {                                                                    \
+        msm_aff_level_impl<F, false>(pts, nullptr, in_start, in_len, out_start, R, slots, K, scratch, out); \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_aff_runs(const u64* sorted, u32 len, u32* start_by_key) {          \
+        msm_aff_runs_impl(sorted, len, start_by_key);                                                       \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_aff_buckets(const u32* pts, const u32* keys, u32 R, u32* buckets) { \
+        msm_aff_buckets_impl<F>(pts, keys, R, buckets);                                                     \
     }
