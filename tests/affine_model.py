@@ -103,53 +103,47 @@ class ModelOps:
         assert p is not None, f"read of compact slot {e}, never written"
         return p
 
-    def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, R: int, slots: int, K: int,
+    def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, run, slots: int, K: int,
               nblocks: int, scratch, out) -> None:
         B = self.block
         nthr = nblocks * B
         assert len(scratch) >= K * nthr and len(out) >= slots
         assert (nblocks - 1) * B * K < slots <= nthr * K, "a block with no slot, or slots without a thread"
-        in_start, in_len, out_start = ([int(v) for v in a] for a in (in_start, in_len, out_start))
-        assert len(out_start) == R and out_start[0] == 0
+        in_start, in_len, out_start, run = ([int(v) for v in a] for a in (in_start, in_len, out_start, run))
+        R = len(out_start)
+        assert out_start[0] == 0 and len(run) >= slots
+        for j in range(slots):  # the host's slot -> run map
+            assert out_start[run[j]] <= j and (run[j] + 1 == R or j < out_start[run[j] + 1])
         written: dict = {}  # scratch index -> value, this launch only
         self.levels.append(slots)
         outs_done = set()
 
-        def find_run(j):  # aff_find_run
-            lo, hi = 0, R - 1
-            while lo < hi:
-                mid = (lo + hi + 1) >> 1
-                if out_start[mid] <= j:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            return lo
+        def slot(b, k, tid):  # msm_aff_level_impl: the lanes of a warp take consecutive slots
+            return b * K * B + k * B + tid
 
         for b in range(nblocks):
-            accs, rs = [], []
+            accs = []
             for tid in range(B):  # pass 1
                 t = b * B + tid
-                j0 = t * K
-                acc, r = 1, 0
-                if j0 < slots:
-                    r = find_run(j0)
-                    for j in range(j0, min(j0 + K, slots)):
-                        while r + 1 < R and out_start[r + 1] <= j:
-                            r += 1
-                        q = j - out_start[r]
-                        if 2 * q + 1 >= in_len[r]:
-                            continue
-                        a = in_start[r] + 2 * q
-                        kind, d = kind_of(self._src(gather, src, sorted_entries, a),
-                                          self._src(gather, src, sorted_entries, a + 1))
-                        if kind not in (ADD, DBL):
-                            continue
-                        idx = (j - j0) * nthr + t
-                        assert idx not in written
-                        written[idx] = acc
-                        acc = acc * d % P
+                acc = 1
+                for k in range(K):
+                    j = slot(b, k, tid)
+                    if j >= slots:
+                        break
+                    r = run[j]
+                    q = j - out_start[r]
+                    if 2 * q + 1 >= in_len[r]:
+                        continue
+                    a = in_start[r] + 2 * q
+                    kind, d = kind_of(self._src(gather, src, sorted_entries, a),
+                                      self._src(gather, src, sorted_entries, a + 1))
+                    if kind not in (ADD, DBL):
+                        continue
+                    idx = k * nthr + t
+                    assert idx not in written
+                    written[idx] = acc
+                    acc = acc * d % P
                 accs.append(acc)
-                rs.append(r)
             tree = [None] * (2 * B)  # the block's product tree
             for tid in range(B):
                 tree[B + tid] = accs[tid]
@@ -170,10 +164,11 @@ class ModelOps:
                 t = b * B + tid
                 inv = tree[B + tid]
                 assert inv * accs[tid] % P == 1
-                j0, r = t * K, rs[tid]
-                for j in range(min(j0 + K, slots) - 1, j0 - 1, -1):
-                    while j < out_start[r]:
-                        r -= 1
+                for k in range(K - 1, -1, -1):
+                    j = slot(b, k, tid)
+                    if j >= slots:
+                        continue
+                    r = run[j]
                     q = j - out_start[r]
                     a = in_start[r] + 2 * q
                     p1 = self._src(gather, src, sorted_entries, a)
@@ -185,9 +180,9 @@ class ModelOps:
                         self.additions += 1
                         if kind in (ADD, DBL):
                             if self.bug == "prefix":  # the element of the slot before (or 1)
-                                prefix = written.get((j - j0 - 1) * nthr + t, 1)
+                                prefix = written.get((k - 1) * nthr + t, 1)
                             else:
-                                prefix = written[(j - j0) * nthr + t]
+                                prefix = written[k * nthr + t]
                             dinv = inv * prefix % P
                             inv = inv * d % P
                             num = (p2[1] - p1[1]) if kind == ADD else 3 * p1[0] * p1[0]

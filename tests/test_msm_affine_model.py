@@ -118,7 +118,7 @@ def test_aff_groups_cover_runs_within_budget():
     assert groups[0][0] == 0 and groups[-1][1] == 500
     assert all(a[1] == b[0] for a, b in zip(groups, groups[1:]))
     L = lens.astype(np.int64)
-    cost = ((L + 1) // 2) * 144 + ((L + 3) // 4) * 96 + 64
+    cost = ((L + 1) // 2) * (144 + 8) + ((L + 3) // 4) * 96 + 64  # points, scratch, slot -> run map
     for r0, r1 in groups:
         assert r1 > r0 and (cost[r0:r1].sum() <= budget or r1 == r0 + 1)
         assert r1 == 500 or cost[r0 : r1 + 1].sum() > budget  # greedy: the next run would not fit
@@ -202,7 +202,7 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
                 assert block == (cuda_msm.AFF_THREADS,)
                 gather = self.name.endswith("_gather")
                 assert (a["pts"] is bases_marker) == gather
-                model.level(gather, a["pts"], a.get("sorted"), a["in_start"], a["in_len"], a["out_start"], int(a["R"]),
+                model.level(gather, a["pts"], a.get("sorted"), a["in_start"], a["in_len"], a["out_start"], a["run"],
                             int(a["slots"]), int(a["K"]), grid[0], a["scratch"], a["out"])
             elif self.name == "msm_aff_buckets":
                 assert a["buckets"] is bucket_marker and grid[0] * block[0] >= int(a["R"])

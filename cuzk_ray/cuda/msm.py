@@ -309,12 +309,24 @@ def aff_level_plan(xp, in_len):
     return out_len, csum - out_len, int(csum[-1])
 
 
+def aff_run_of_slot(xp, out_start, slots: int):
+    """run[j] = the run whose output slots hold slot j: a prefix sum of run heads (every run has
+    at least one slot, so the heads are distinct). One u32 per slot, read coalesced by the
+    level kernel (a binary search per slot would cost ~log2(runs) loads each)."""
+    heads = xp.zeros(slots, dtype=xp.uint32)
+    heads[out_start] = 1
+    run = xp.cumsum(heads, dtype=xp.uint32)
+    run -= xp.uint32(1)
+    return run
+
+
 def aff_groups(xp, lens, point_bytes: int, elem_bytes: int, budget: int) -> list[tuple[int, int]]:
     """Runs split into consecutive groups [r0, r1) whose level buffers (ceil(len/2) points and
-    as many scratch elements, then ceil(len/4) points, 16 bytes of run arrays per run and level)
+    as many scratch elements and 8 bytes of slot-to-run map, then ceil(len/4) points, 16 bytes
+    of run arrays per run and level)
     stay within budget bytes; a run larger than that alone is a group of its own."""
     L = lens.astype(xp.int64)
-    cost = ((L + 1) // 2) * (point_bytes + elem_bytes) + ((L + 3) // 4) * point_bytes + 64
+    cost = ((L + 1) // 2) * (point_bytes + elem_bytes + 8) + ((L + 3) // 4) * point_bytes + 64
     cum = xp.cumsum(cost)
     R = int(lens.shape[0])
     out, r0, done = [], 0, 0
@@ -330,7 +342,6 @@ def aff_groups(xp, lens, point_bytes: int, elem_bytes: int, budget: int) -> list
 def aff_reduce(xp, ops, sorted_entries, in_start, in_len):
     """The level-wise pair reduction of one group of R runs (sorted_entries: the group's digit
     entries; in_start relative to them) -> the compact array of R affine points, one per run."""
-    R = int(in_len.shape[0])
     maxlen = int(in_len.max())
     bufs: list = [None, None]
     scratch, scratch_n, level, cur = None, 0, 0, None
@@ -346,7 +357,9 @@ def aff_reduce(xp, ops, sorted_entries, in_start, in_len):
         if bufs[b] is None:  # level 0: slots_0 points; level 1: slots_1 (>= every later level's)
             bufs[b] = ops.alloc_points(slots)
         out = bufs[b]
-        ops.level(level == 0, cur, sorted_entries, in_start, in_len, out_start, R, slots, K, nblocks, scratch, out)
+        run = aff_run_of_slot(xp, out_start, slots)
+        ops.level(level == 0, cur, sorted_entries, in_start, in_len, out_start, run, slots, K, nblocks, scratch, out)
+        del run
         cur, in_start, in_len = out, out_start, out_len
         maxlen = (maxlen + 1) // 2
         level += 1
@@ -393,9 +406,9 @@ class AffineOps:
         _launch(self.g, "msm_aff_runs", M, (entries, np.uint32(M), start_by_key))
         _mark(self.timer, "aff_runs")
 
-    def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, R: int, slots: int, K: int,
+    def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, run, slots: int, K: int,
               nblocks: int, scratch, out) -> None:
-        tail = (in_start, in_len, out_start, np.uint32(R), np.uint32(slots), np.uint32(K), scratch, out)
+        tail = (in_start, in_len, out_start, run, np.uint32(slots), np.uint32(K), scratch, out)
         g = self.g
         if gather:
             fn = get_kernel(g.module, g.prefix + "msm_aff_level_gather", g.defines)

@@ -293,7 +293,7 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
 // CuPy), so output slot j of run r reads inputs in_start[r] + 2 (j - out_start[r]) and the next.
 // The additions of one level are independent, so they are done in affine coordinates with the
 // denominators inverted together (Montgomery's trick):
-//   pass 1: thread t owns the K consecutive slots t K .. t K + K - 1; per slot the denominator d
+//   pass 1: thread t owns K slots (strided by the block size, see msm_aff_level_impl); per slot the denominator d
 //           (x2 - x1; 2 y1 for equal points; none for infinity operands, P + (-P) and
 //           pass-through slots, whose results are set directly) and the product of the thread's
 //           earlier denominators, stored in scratch (element k nthr + t: coalesced). 1 M.
@@ -362,51 +362,43 @@ __device__ __forceinline__ int aff_kind(const affine_t<F>& p1, const affine_t<F>
     return AFF_INF;  // P + (-P)
 }
 
-// Largest r < R with out_start[r] <= j (out_start[0] = 0, increasing: every run has a slot).
-__device__ __forceinline__ u32 aff_find_run(const u32* out_start, u32 R, u32 j) {
-    u32 lo = 0, hi = R - 1;
-    while (lo < hi) {
-        const u32 mid = (lo + hi + 1) >> 1;
-        if (out_start[mid] <= j) lo = mid; else hi = mid - 1;
-    }
-    return lo;
-}
-
-// One level over R runs (in_start, in_len: input positions; out_start: output positions) with
+// One level over the runs of a group (in_start, in_len: input positions; out_start: output
+// positions; run[j]: the run of output slot j, from a prefix sum of run heads on the host) with
 // `slots` outputs in all. Launch: ceil(slots / (K AFF_B)) blocks of AFF_B threads (all threads
-// reach the barriers; slots past the end do nothing). scratch: [K nthr] F; out: [slots] affine.
+// reach the barriers; slots past the end do nothing). Block b owns slots b K AFF_B ..
+// (b + 1) K AFF_B - 1, thread tid the slots b K AFF_B + k AFF_B + tid (k < K): the lanes of a
+// warp take consecutive slots, so their pairs, the run arrays, scratch and output are read and
+// written coalesced (a thread owning K consecutive slots: lanes K x 192 bytes apart, 1.3x slower
+// than XYZZ on the H200 at G1 2^24). scratch: [K nthr] F; out: [slots] affine.
 template <class F, bool GATHER>
 __device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* sorted, const u32* in_start,
-                                                   const u32* in_len, const u32* out_start, u32 R, u32 slots,
-                                                   u32 K, u32* scratch, u32* out) {
+                                                   const u32* in_len, const u32* out_start, const u32* run,
+                                                   u32 slots, u32 K, u32* scratch, u32* out) {
     __shared__ F tree[2 * AFF_B];
     const u32 tid = threadIdx.x;
     const u32 t = blockIdx.x * AFF_B + tid;
     const u64 nthr = (u64)gridDim.x * AFF_B;
-    const u64 j0 = (u64)t * K;
+    const u64 base = (u64)blockIdx.x * K * AFF_B + tid;
     F acc = F::one();
-    u32 r = 0;
-    if (j0 < slots) {
-        r = aff_find_run(out_start, R, (u32)j0);
-        const u32 jend = (u32)min(j0 + K, (u64)slots);
-        for (u32 j = (u32)j0; j < jend; j++) {
-            while (r + 1 < R && out_start[r + 1] <= j) r++;
-            const u32 q = j - out_start[r];
-            if (2 * q + 1 >= in_len[r]) continue;  // pass-through
-            const u64 a = (u64)in_start[r] + 2 * q;
-            const F x1 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a));
-            const F x2 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a + 1));
-            F d;
-            if (!elem_eq(x1, x2) && !x1.is_zero() && !x2.is_zero()) {
-                d = x2 - x1;  // the common case, decided from the x alone
-            } else {
-                const int kind = aff_kind(aff_src_point<F, GATHER>(pts, sorted, a),
-                                          aff_src_point<F, GATHER>(pts, sorted, a + 1), d);
-                if (kind != AFF_ADD && kind != AFF_DBL) continue;
-            }
-            store_elem<F>(scratch, (u64)(j - j0) * nthr + t, acc);
-            acc = acc * d;
+    for (u32 k = 0; k < K; k++) {
+        const u64 j = base + (u64)k * AFF_B;
+        if (j >= slots) break;
+        const u32 r = run[j];
+        const u32 q = (u32)j - out_start[r];
+        if (2 * q + 1 >= in_len[r]) continue;  // pass-through
+        const u64 a = (u64)in_start[r] + 2 * q;
+        const F x1 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a));
+        const F x2 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a + 1));
+        F d;
+        if (!elem_eq(x1, x2) && !x1.is_zero() && !x2.is_zero()) {
+            d = x2 - x1;  // the common case, decided from the x alone
+        } else {
+            const int kind = aff_kind(aff_src_point<F, GATHER>(pts, sorted, a),
+                                      aff_src_point<F, GATHER>(pts, sorted, a + 1), d);
+            if (kind != AFF_ADD && kind != AFF_DBL) continue;
         }
+        store_elem<F>(scratch, (u64)k * nthr + t, acc);
+        acc = acc * d;
     }
     // 1 / acc for every thread of the block: product tree, one inversion, back down.
     tree[AFF_B + tid] = acc;
@@ -427,11 +419,11 @@ __device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* so
         __syncthreads();
     }
     F inv = tree[AFF_B + tid];
-    if (j0 >= slots) return;
-    const u32 jend = (u32)min(j0 + K, (u64)slots);
-    for (u32 j = jend; j-- > (u32)j0;) {
-        while (j < out_start[r]) r--;
-        const u32 q = j - out_start[r];
+    for (u32 k = K; k-- > 0;) {
+        const u64 j = base + (u64)k * AFF_B;
+        if (j >= slots) continue;
+        const u32 r = run[j];
+        const u32 q = (u32)j - out_start[r];
         const u64 a = (u64)in_start[r] + 2 * q;
         const affine_t<F> p1 = aff_src_point<F, GATHER>(pts, sorted, a);
         affine_t<F> res;
@@ -442,7 +434,7 @@ __device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* so
             F d;
             const int kind = aff_kind(p1, p2, d);
             if (kind == AFF_ADD || kind == AFF_DBL) {
-                const F dinv = inv * load_elem<F>(scratch, (u64)(j - j0) * nthr + t);
+                const F dinv = inv * load_elem<F>(scratch, (u64)k * nthr + t);
                 inv = inv * d;
                 const F lambda = (kind == AFF_ADD ? p2.y - p1.y : mul_small<3>(sqr(p1.x))) * dinv;
                 res.x = sqr(lambda) - p1.x - p2.x;
@@ -520,13 +512,14 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
     } \
     extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level_gather(                 \
         const u32* pts, const u64* sorted, const u32* in_start, const u32* in_len, const u32* out_start,    \
-        u32 R, u32 slots, u32 K, u32* scratch, u32* out) {                                                  \
-        msm_aff_level_impl<F, true>(pts, sorted, in_start, in_len, out_start, R, slots, K, scratch, out);   \
+        const u32* run, u32 slots, u32 K, u32* scratch, u32* out) {                                         \
+        msm_aff_level_impl<F, true>(pts, sorted, in_start, in_len, out_start, run, slots, K, scratch, out); \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level(                        \
-        const u32* pts, const u32* in_start, const u32* in_len, const u32* out_start, u32 R, u32 slots,     \
-        u32 K, u32* scratch, u32* out) {                                                                    \
-        msm_aff_level_impl<F, false>(pts, nullptr, in_start, in_len, out_start, R, slots, K, scratch, out); \
+        const u32* pts, const u32* in_start, const u32* in_len, const u32* out_start, const u32* run,       \
+        u32 slots, u32 K, u32* scratch, u32* out) {                                                         \
+        msm_aff_level_impl<F, false>(pts, nullptr, in_start, in_len, out_start, run, slots, K, scratch,     \
+                                     out);                                                                  \
     }                                                                                                       \
     extern "C" __global__ void prefix##msm_aff_runs(const u64* sorted, u32 len, u32* start_by_key) {          \
         msm_aff_runs_impl(sorted, len, start_by_key);                                                       \
