@@ -61,7 +61,10 @@ TABLE_LARGE = 1 << 23
 TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
 # The bucket accumulation: "xyzz" (msm_seg_points: mixed XYZZ additions, 10 Fp mul each) or
 # "affine" (batch-affine pair reduction: msm_aff_level, ~6 Fp mul per addition plus one inversion
-# per block); msm(accumulate=) overrides per call. Both kept until measured on the H200.
+# per block); msm(accumulate=) overrides per call. Measured on the H200 (docs/BENCHMARKS.md,
+# "Batch-affine MSM accumulation"): affine is 1.16-1.5x slower for G1 (2^24 uniform 172.9 vs
+# 130.8 ms, 2^27 1008.7 vs 867.7) and, at AFF_K_MAX 1024, 18 % faster for uniform G2 (363.8 vs
+# 446.4 ms) but not for the bit-heavy G2 MSM the prover runs; so XYZZ stays the default.
 ACCUMULATE = "xyzz"
 AFF_THREADS = 128  # threads per block of msm_aff_level (= AFF_B in ec/msm_impl.cuh)
 AFF_K_MIN, AFF_K_MAX = 8, 256  # output slots per msm_aff_level thread (one inversion per block of them)

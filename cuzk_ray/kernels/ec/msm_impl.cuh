@@ -368,8 +368,9 @@ __device__ __forceinline__ int aff_kind(const affine_t<F>& p1, const affine_t<F>
 // reach the barriers; slots past the end do nothing). Block b owns slots b K AFF_B ..
 // (b + 1) K AFF_B - 1, thread tid the slots b K AFF_B + k AFF_B + tid (k < K): the lanes of a
 // warp take consecutive slots, so their pairs, the run arrays, scratch and output are read and
-// written coalesced (a thread owning K consecutive slots: lanes K x 192 bytes apart, 1.3x slower
-// than XYZZ on the H200 at G1 2^24). scratch: [K nthr] F; out: [slots] affine.
+// written coalesced. H200, G1 2^24 uniform: levels 144 ms either way (K consecutive slots per
+// thread: 146 ms), 1.3x the XYZZ accumulation: not the access pattern (docs/BENCHMARKS.md,
+// "Batch-affine MSM accumulation"). scratch: [K nthr] F; out: [slots] affine.
 template <class F, bool GATHER>
 __device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* sorted, const u32* in_start,
                                                    const u32* in_len, const u32* out_start, const u32* run,
