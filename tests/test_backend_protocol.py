@@ -60,13 +60,3 @@ def test_cuda_backend_instance_is_a_backend():
     assert isinstance(staged, FrVector) and staged.on_device
     assert be.stage(staged) is staged
     assert np.array_equal(staged.limbs.get(), fr_to_limbs([1, 2, 3]))
-
-
-def test_device_time_busy_counts_overlapping_sections_once():
-    """Two device lanes may run sections of one partition at once: busy() is the union."""
-    from cuzk_ray.backends.base import DeviceTime
-
-    t = DeviceTime(seconds=6.0, spans=[(10.0, 13.0), (11.0, 12.0), (12.5, 14.0), (20.0, 21.0)])
-    assert t.busy() == 5.0  # 10..14 and 20..21; seconds (6.0) sums the sections
-    assert DeviceTime().busy() == 0.0
-    assert DeviceTime(spans=[(1.0, 2.0), (2.0, 3.0)]).busy() == 2.0

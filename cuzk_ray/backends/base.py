@@ -20,28 +20,16 @@ from ..witness import Witness
 
 @dataclass
 class DeviceTime:
-    """Kernel seconds of one partition on a device, and when it held the device (epoch seconds).
-    ``seconds`` sums its device sections; two of them may run at once (cuda lanes), so the time
-    the partition held the device is ``busy()``, the length of the union of the spans."""
+    """Kernel seconds of one partition on a device, and when it held the device (epoch seconds)."""
 
     seconds: float = 0.0
     spans: list[tuple[float, float]] = field(default_factory=list)
-
-    def busy(self) -> float:
-        """Seconds covered by at least one span (overlapping sections counted once)."""
-        total, end = 0.0, float("-inf")
-        for a, b in sorted(self.spans):
-            if b > end:
-                total += b - max(a, end)
-                end = b
-        return total
 
 
 @runtime_checkable
 class Backend(Protocol):
     name: str  # "cpu" | "cuda"
     split_g2: bool  # the prover cuts the G2 MSM in two halves (two CPU threads share it)
-    overlap_h: bool  # the prover starts the witness MSMs before computing h (they run beside it)
 
     def warm_up(self, pk: ProvingKey) -> None:
         """Compile or load what the first partition would otherwise wait for."""

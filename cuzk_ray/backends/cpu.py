@@ -51,7 +51,6 @@ class ResidentKey:
 class CpuBackend:
     name = "cpu"
     split_g2 = True  # the prover runs the G2 MSM in two halves, on two threads (two cores)
-    overlap_h = False  # h first: the MSM threads and H would share the same cores
 
     # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
     # costs ~0.35 s (numba import, kernels loaded from numba's cache): below 2^14 the reference

@@ -28,15 +28,6 @@ returns an FrVector on the device, so a partition staged first is range-checked 
   msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
                  (split_g2 = False: the prover does not cut it in halves as for the CPU)
 
-Device lanes: every device section (_timed_gpu) holds a lane's lock and runs on that lane's
-non-blocking stream, synchronized before it returns (so a result is complete before any other
-thread uses it). Lane H: witness expansion, gather, a, b, c and the NTTs of H (memory-bound);
-lane W: the witness MSMs (a, b_g1, b_g2, l: compute-bound); the H MSM holds both. So the
-witness MSMs, which the prover starts before h (overlap_h), run beside the NTTs of the same or
-another partition, and nothing runs beside the H MSM (VRAM: its digit entries are the largest
-scratch; preflight counts a | b | c plus one MSM's scratch). Two lanes = two streams' cached
-blocks in the memory pool.
-
 One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
 and a pinned host pool for uploads.
 """
@@ -48,7 +39,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -136,14 +127,9 @@ class GpuKey:
         self.queries = self.cpu.queries
 
 
-LANE_H, LANE_W = 0, 1  # device lanes (module docstring)
-BOTH_LANES = (LANE_H, LANE_W)
-
-
 class CudaBackend:
     name = "cuda"
     split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
-    overlap_h = True  # the witness MSMs (lane W) run beside the NTTs of H (lane H)
     precompute_h = True  # window multiples of the H bases when they pay and fit (GpuKey)
 
     def __init__(self, threads: int = 2):
@@ -151,8 +137,7 @@ class CudaBackend:
         self.pool = ThreadPoolExecutor(max_workers=max(2, threads), thread_name_prefix="cuzk-gpu")
         self._keys: dict[int, GpuKey] = {}
         self._systems: dict = {}  # id(cs) -> DeviceConstraintSystem
-        self._lanes = (threading.Lock(), threading.Lock())  # LANE_H, LANE_W (module docstring)
-        self._lane_streams = tuple(self.cp.cuda.Stream(non_blocking=True) for _ in self._lanes)
+        self._gpu_lock = threading.Lock()  # one partition's kernels at a time on this device
         self._copy_streams: dict[int, object] = {}  # upload stream per staging thread
         self.gpu_seconds = 0.0
         self._vram_peak = 0  # bytes in use on the device (all processes), highest seen after a kernel
@@ -197,7 +182,7 @@ class CudaBackend:
                 f"(margin {VRAM_MARGIN / 2**30:.0f} GiB); use a GPU with more memory or backend=cpu"
                 + (" (the H query's table of window multiples holds part of it: CudaBackend.precompute_h = False)"
                    if any(k.h_table for k in self._keys.values()) else ""))
-        with self._lanes[LANE_H]:
+        with self._gpu_lock:
             dcs = self._systems[id(cs)] = cuda_spmv.DeviceConstraintSystem(cs)
             self.cp.cuda.get_current_stream().synchronize()
         for m in (x for x in (cs.A, cs.B, cs.C) if x is not None):  # in VRAM now: mapped pages dropped
@@ -232,21 +217,13 @@ class CudaBackend:
             return as_fr_limbs(x)
         return checked_fr(x, what)
 
-    def _timed_gpu(self, fn, *args, lanes: tuple = (LANE_H,)):
-        """fn(*args) as a device section: the lanes' locks held (in lane order: no deadlock), on
-        the first lane's stream, which first waits for work queued on the null stream (uploads
-        and checks made outside a section) and is synchronized before the section ends."""
-        stream = self._lane_streams[lanes[0]]
-        with ExitStack() as held:
-            for lane in sorted(lanes):
-                held.enter_context(self._lanes[lane])
+    def _timed_gpu(self, fn, *args):
+        with self._gpu_lock:
             t0, w0 = time.perf_counter(), time.time()
             try:
-                stream.wait_event(self.cp.cuda.Stream.null.record())
-                with stream:
-                    return fn(*args)
+                return fn(*args)
             finally:
-                stream.synchronize()
+                self.cp.cuda.get_current_stream().synchronize()
                 dt = time.perf_counter() - t0
                 self.gpu_seconds += dt
                 box = _account.get()
@@ -352,8 +329,7 @@ class CudaBackend:
         s = self._scalar_limbs(scalars, f"MSM {query} scalars")
         if len(s) != bases.n:
             raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
-        # the H MSM alone on the device (both lanes); the witness MSMs on lane W
-        aff = self._timed_gpu(cuda_msm.msm_g1, bases, s, lanes=BOTH_LANES if query == "h_query" else (LANE_W,))
+        aff = self._timed_gpu(cuda_msm.msm_g1, bases, s)
         return g1_points(aff.reshape(1, 2, 6))[0]
 
     def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
@@ -368,7 +344,7 @@ class CudaBackend:
             if start < 0 or start + len(s) > bases.n:
                 raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
             bases = bases.slice(start, len(s))
-        aff = self._timed_gpu(cuda_msm.msm_g2, bases, s, lanes=(LANE_W,))
+        aff = self._timed_gpu(cuda_msm.msm_g2, bases, s)
         return g2_points(aff.reshape(1, 2, 2, 6))[0]
 
     def submit(self, fn, *args):

@@ -60,7 +60,7 @@ class PartitionProver:
                 witness = self.backend.stage(part.witness)  # compact or full: trusted, not checked again
             proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
         if gpu is not None:
-            times["gpu"] = gpu.busy()  # how long this partition's kernels held the device (synchronized)
+            times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
             times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
         public = limbs_to_ints(read_wires(part.witness, 1, 1 + self.pk.n_public))  # not the whole witness
         return PartitionOutcome(part.proof_id, part.partition, proof, [int(x) for x in public], dict(times),

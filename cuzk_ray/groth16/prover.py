@@ -47,13 +47,6 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
         raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints) does not "
                          f"match the key ({pk.n_wires} wires, domain {pk.domain_size})")
     witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
-    if backend.overlap_h:
-        # The MSMs over the witness need no h: started first, they run on the GPU beside the
-        # NTTs of H (compute-bound beside memory-bound kernels); then the H MSM.
-        key = backend.load_key(pk)
-        jobs = _witness_msms(pk, key, _scalars(backend, witness), backend, times)
-        h = backend.compute_h_from_witness(cs, witness, times)
-        return _finish(pk, key, jobs, _scalars(backend, h), r, s, backend, times)
     h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
     return prove_from_h(pk, h, witness, r, s, backend, times)
@@ -86,20 +79,14 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     if len(w) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
     key = backend.load_key(pk)
-    return _finish(pk, key, _witness_msms(pk, key, w, backend, times), h, r, s, backend, times)
-
-
-def _timed(backend, times: StageTimes, name: str, fn, *args):
-    """fn(*args) on the backend's MSM threads, timed as stage ``name``: a future."""
-    def run():
-        with times.stage(name):
-            return fn(*args)
-    return backend.submit(run)
-
-
-def _witness_msms(pk: ProvingKey, key, w, backend, times: StageTimes) -> dict:
-    """The MSMs over the witness (all but H), submitted: {stage name: future}."""
     p = pk.n_public
+
+    def timed(name, fn, *args):
+        def run():
+            with times.stage(name):
+                return fn(*args)
+        return backend.submit(run)
+
     # A key stored by density has a point per wire of a_wires (a_query) and of b_wires (b_g1 and
     # b_g2): their witness values are gathered once (both B MSMs read the same gathered scalars);
     # on a dense query gather gives w back.
@@ -115,21 +102,15 @@ def _witness_msms(pk: ProvingKey, key, w, backend, times: StageTimes) -> dict:
     nb = len(w_b)
     split = backend.split_g2 and nb >= G2_SPLIT_MIN
     half = nb // 2 if split else nb
-    jobs = {"msm_b_g2": _timed(backend, times, "msm_b_g2", backend.msm_g2, key, "b_g2_query", w_b[:half], 0)}
+    jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w_b[:half], 0)}
     if half < nb:
-        jobs["msm_b_g2_hi"] = _timed(backend, times, "msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w_b[half:],
-                                     half)
+        jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w_b[half:], half)
     jobs.update({
-        "msm_a": _timed(backend, times, "msm_a", backend.msm_g1, key, "a_query", w_a),
-        "msm_b_g1": _timed(backend, times, "msm_b_g1", backend.msm_g1, key, "b_g1_query", w_b),
-        "msm_l": _timed(backend, times, "msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
+        "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w_a),
+        "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w_b),
+        "msm_l": timed("msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
+        "msm_h": timed("msm_h", backend.msm_g1, key, "h_query", h),
     })
-    return jobs
-
-
-def _finish(pk: ProvingKey, key, jobs: dict, h, r: int, s: int, backend, times: StageTimes) -> Proof:
-    """The H MSM, then pi_a, pi_b, pi_c from every MSM's result and the blinding r, s."""
-    jobs["msm_h"] = _timed(backend, times, "msm_h", backend.msm_g1, key, "h_query", h)
     res = {k: f.result() for k, f in jobs.items()}
     with times.stage("assemble"):
         rs, ss = Scalar(r % R_MOD), Scalar(s % R_MOD)
