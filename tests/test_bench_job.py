@@ -61,7 +61,8 @@ def test_steady_window_starts_when_the_warm_up_proofs_complete():
     parts = [part("proof-000", 0, 8, 1.0), part("proof-000", 2, 10, 1.0), part("proof-001", 9, 14, 2.0),
              part("proof-002", 12, 18, 2.0)]
     batch = SimpleNamespace(results=parts, wall_s=20.0, failed={}, max_in_flight=2, host_budget=None,
-                            host_peak=0, host_bytes_per_partition=1)
+                            host_peak=0, host_bytes_per_partition=1,
+                            host_measured=[])
     measured, window = steady_window(batch, warmup=1)
     assert window == 8 and {r.proof_id for r in measured} == {"proof-001", "proof-002"}
     s = summarize(batch, 2, n_devices=1, warmup=1)  # no "gpu" spans: the partitions' GPU seconds
