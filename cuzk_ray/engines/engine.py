@@ -56,6 +56,8 @@ class Engine:
         ``names``: the proof id of each proof index (None: proof-000, ...; circom proofs are named
         after their witness files: circuits.witness_names)."""
         t0 = time.perf_counter()
+        if self.memory is not None and self.scheduler.idle:  # idle: the baseline absorbs the last batch's leftovers
+            self.memory.sample()
         self.scheduler.reset_peak()
         indices = range(proofs) if isinstance(proofs, int) else list(proofs)
         if len(set(indices)) != len(indices):  # checked before any is added: a refusal leaves no state behind
