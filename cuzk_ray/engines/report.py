@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .admission import format_bytes
 from .types import BatchResult, PartitionResult
 
 STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
@@ -57,10 +58,6 @@ def load_line(prover_info: list[dict]) -> str:
     return "prover start (slowest prover): " + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items())
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
-
-
 def memory_record(batch: BatchResult) -> dict:
     """What manifest.json and results.json keep of the batch's host memory (bytes): the budget,
     the reserved (estimated) peak, the measured peak work memory (the busiest node's) and each
@@ -73,12 +70,13 @@ def memory_record(batch: BatchResult) -> dict:
 def memory_line(batch: BatchResult) -> str:
     """One line: the measured peak work memory (node, at rest, in all) next to the reserved peak
     and the budget."""
-    budget = _mib(batch.host_budget) if batch.host_budget is not None else "none"
-    reserved = (f"reserved peak {_mib(batch.host_peak)} ({batch.max_in_flight} x {_mib(batch.host_bytes_per_partition)}"
-                f" estimated)")
+    size = format_bytes
+    budget = size(batch.host_budget) if batch.host_budget is not None else "none"
+    each = size(batch.host_bytes_per_partition)
+    reserved = f"reserved peak {size(batch.host_peak)} ({batch.max_in_flight} in flight x {each} estimated)"
     if not batch.host_measured:
         return f"host memory: not measured here (no /proc); {reserved}; budget {budget}"
     top = max(batch.host_measured, key=lambda n: n.peak_work)
-    return (f"host memory: measured peak {_mib(top.peak_work)} of work on node {top.node[:12]} (our "
-            f"{top.processes} processes: {_mib(top.baseline)} at rest, {_mib(top.peak_total)} at most); "
-            f"{reserved}; budget {budget}")
+    procs = f"{top.processes} process{'es' if top.processes != 1 else ''}"
+    return (f"host memory: measured peak {size(top.peak_work)} of work on node {top.node[:12]} (our {procs}: "
+            f"{size(top.baseline)} at rest, {size(top.peak_total)} at most); {reserved}; budget {budget}")

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from ..errors import Stalled
 from ..groth16.verifier import verify
-from .admission import HostBudget
+from .admission import HostBudget, format_bytes
 from .memory import MemoryWatch
 from .metrics import Metrics
 from .types import (
@@ -335,8 +335,8 @@ class Scheduler:
             self._said.add(f"over:{node}")
             log.warning("memory.host_budget=%s: one partition alone measures %s on node %s (our processes "
                         "above their %s at rest; its estimate: %s); going on with one partition in flight "
-                        "(raise memory.host_budget for more)", _size(limit), _size(work), _node_label(node),
-                        _size(self.memory.baseline(node)), _size(self.part_bytes))
+                        "(raise memory.host_budget for more)", format_bytes(limit), format_bytes(work),
+                        _node_label(node), format_bytes(self.memory.baseline(node)), format_bytes(self.part_bytes))
 
     def _measured_fits(self) -> bool:
         """Whether one more partition fits the budget by what is measured: the busiest node's work
@@ -354,8 +354,8 @@ class Scheduler:
             self._said.add("held")
             log.warning("memory.host_budget=%s: measured work memory %s on node %s + the next partition's %s "
                         "estimate exceed it: holding partitions in flight at %d (the estimates allow %d)",
-                        _size(limit), _size(work), _node_label(node), _size(self.part_bytes), self._in_flight,
-                        self.pw)
+                        format_bytes(limit), format_bytes(work), _node_label(node), format_bytes(self.part_bytes),
+                        self._in_flight, self.pw)
         return False
 
     def _settle(self, done: Completion) -> PartitionResult | None:
@@ -411,14 +411,6 @@ class Scheduler:
         ok = verify(self.vk, out.public, out.proof)
         out.times["verify"] = time.perf_counter() - t0
         return PartitionResult.verified_from(out, done.work) if ok else None
-
-
-def _size(n: int) -> str:
-    """Bytes for a person: 1.2 GiB, 310.0 MiB, 812 KiB, 100 B."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} B"
 
 
 def _node_label(node: str | None) -> str:
