@@ -127,3 +127,24 @@ def test_a_sample_across_a_submission_is_not_idle(child):
     watch.sample()
     assert watch.work()[1] >= 14 * MIB
     watch.stop()
+
+
+def test_the_local_engine_measures_its_own_process():
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.engines import LocalEngine
+    from cuzk_ray.engines.report import memory_line, memory_record
+    from cuzk_ray.groth16.setup import dev_setup
+
+    circuit = PorepCircuit(constraints=1024, partitions=3)  # ~1 s of proving: samples every 0.5 s
+    cs = circuit.build()
+    engine = LocalEngine(dev_setup(cs, 3), cs, circuit, backend="cpu", host_budget=1 << 30)
+    batch = engine.run(4, seed=1)
+    engine.shutdown()
+    assert not batch.failed and batch.max_in_flight == 1
+    [node] = batch.host_measured
+    assert node.node == "local" and node.processes == 1 and node.samples >= 1
+    assert node.baseline > 10 * MIB and node.peak_total >= node.baseline + node.peak_work
+    rec = memory_record(batch)
+    assert rec["host_peak_measured"] == node.peak_work and rec["host_measured"][0]["node"] == "local"
+    line = memory_line(batch)
+    assert line.startswith("host memory: measured peak ") and "on node local (our 1 process:" in line, line
