@@ -44,13 +44,13 @@ def test_batch_of_proofs_all_verified_in_order(ray_local, key):
     assert 1 <= batch.max_in_flight <= 3
 
 
-def test_host_budget_bounds_in_flight_partitions(ray_local, key, caplog):
+def test_host_budget_bounds_in_flight_partitions(ray_local, key):
     """The estimates bound what is admitted: pw is lowered to what the budget holds (2 here) and
-    the reserved bytes never pass it; the first round reaches that bound (nothing is measured
-    above the baseline yet). This budget (2.5 partitions' estimates, ~220 KiB) is far below what
-    one partition measures (MiBs: Python ints, the workers' first imports), so from the first
-    sample taken during work the measurement holds partitions back, in one line (before the
-    measured budget, this test also asserted nothing about measurement)."""
+    the reserved bytes never pass it; the first round reaches that bound (it is admitted on the
+    estimates: nothing is measured above the baseline yet). The budget is enforced on what is
+    measured too: whether that holds this run back depends on how much these tiny partitions
+    grow warm processes (often nothing measurable, sometimes MiBs), so here only the record is
+    checked; the holding is test_measured_work_above_a_small_budget_holds_partitions_to_one's."""
     pk, cs = key
     probe = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=1, provers=1)
     part = probe.part_bytes
@@ -58,17 +58,14 @@ def test_host_budget_bounds_in_flight_partitions(ray_local, key, caplog):
     budget = int(2.5 * part)
     engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=8, host_budget=budget)
     assert engine.pw == 2
-    with caplog.at_level(logging.WARNING, logger="cuzk_ray"):
-        batch = engine.run(3, seed=1)
+    batch = engine.run(3, seed=1)
     engine.shutdown()
     assert len(batch.results) == 9 and not batch.failed
     assert batch.max_in_flight * batch.host_bytes_per_partition <= budget
     assert batch.host_peak == engine.pw * part <= budget and engine.budget.violations == 0  # bound reached
     assert engine.budget.reserved == 0
-    held = [r.getMessage() for r in caplog.records if "holding partitions in flight" in r.getMessage()]
-    assert len(held) == 1 and held[0].startswith(f"memory.host_budget={budget / 1024:.1f} KiB: measured work memory")
     [node] = batch.host_measured
-    assert node.peak_work > budget and node.baseline > 0 and node.processes >= 3  # driver, raylet, prover, ...
+    assert node.baseline > 0 and node.processes >= 3  # the driver, the raylet, the prover, workers
     with pytest.raises(ValueError, match="memory.host_budget=100 B is below one partition"):
         ProvingEngine(pk, cs, CIRCUIT, backend="cpu", host_budget=100)
 
