@@ -282,10 +282,11 @@ class Scheduler:
             return any(self._running.get(p, 0) for p in ids)
 
     def reset_peak(self) -> None:
-        """Start counting max_in_flight afresh (each batch reports its own)."""
+        """Start counting max_in_flight, the reserved and measured peaks afresh (each batch reports its own)."""
         with self._lock:
             self.max_in_flight = self._in_flight
             self.budget.peak = self.budget.reserved
+            self._said.clear()  # the budget's lines: once per batch
         if self.memory is not None:
             self.memory.reset_peaks()
 
