@@ -71,24 +71,24 @@ def test_host_budget_bounds_in_flight_partitions(ray_local, key):
 
 
 def test_measured_work_above_a_small_budget_holds_partitions_to_one(ray_local, key, caplog):
-    """A budget that holds 3 partitions by their estimates, and a synthesis worker that keeps 32 MiB
-    it allocated (a leak, a cache: growth during work, measured in that Ray worker): once a sample
-    shows it, one partition at a time (no other in flight when one comes back), said once, and
-    once that one partition alone measures above the budget. An ample budget changes nothing
-    (pw=2 reached, another partition in flight when most come back)."""
+    """A budget that holds 3 partitions by their estimates, and partitions that measure far more:
+    a synthesis holding 32 MiB while it runs (growth during work, in that Ray worker) and the
+    proving's own MiBs. Once a sample shows it, one partition at a time (no other in flight when
+    one comes back), said once, and once that one partition alone measures above the budget. An
+    ample budget changes nothing (pw=2 reached, another partition in flight when most come back)."""
     pk, cs = key
     part = partition_host_bytes(CIRCUIT, pk.domain_size, "cpu")
 
-    def keeping_synth(spec):  # defined here so Ray ships it by value
-        import sys
+    def heavy_synth(spec):  # defined here so Ray ships it by value
         import time
 
         import numpy as np
 
         from cuzk_ray.circuits import synthesize
 
-        sys.cuzk_test_kept = np.ones(4 << 20)  # 32 MiB, touched, kept by the worker process
-        time.sleep(0.3)  # a slower synthesis: the memory watch samples every 0.5 s
+        buf = np.ones(4 << 20)  # 32 MiB, touched, held while the task runs
+        time.sleep(0.6)  # longer than the memory watch's period (0.5 s): each is sampled
+        del buf
         return synthesize(spec)
 
     def in_flight_at_completions(host_budget, synth_fn=None):
@@ -101,14 +101,16 @@ def test_measured_work_above_a_small_budget_holds_partitions_to_one(ray_local, k
         return engine, batch, others
 
     with caplog.at_level(logging.WARNING, logger="cuzk_ray"):
-        small, batch, others = in_flight_at_completions(3 * part, keeping_synth)
+        small, batch, others = in_flight_at_completions(3 * part, heavy_synth)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("memory.host_budget=")]
     assert small.pw == 2 and batch.host_peak <= 2 * part  # the estimates allow 2 (pw) and reached them
     assert sum("holding partitions in flight at 1" in ln for ln in lines) == 1, lines
     over = [ln for ln in lines if "one partition alone measures" in ln]
     assert len(over) == 1 and "raise memory.host_budget" in over[0], lines
     assert others.count(0) >= 4 and others[-3:] == [0, 0, 0], others  # one at a time once measured
-    assert batch.host_measured[0].peak_work >= 30 << 20
+    # measured above the budget (the node's net: the driver may shrink below its baseline meanwhile,
+    # so the 32 MiB are not asserted here; test_memory checks the sampler's numbers)
+    assert batch.host_measured[0].peak_work > 3 * part
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="cuzk_ray"):
         ample, batch, others = in_flight_at_completions(4 << 30)

@@ -8,7 +8,15 @@ import sys
 import numpy as np
 import pytest
 
-from cuzk_ray.engines.memory import MemoryWatch, descendants, measurable, process_bytes, processes_bytes
+from cuzk_ray.engines.memory import (
+    MemoryWatch,
+    descendants,
+    measurable,
+    process_bytes,
+    process_memory,
+    processes_bytes,
+    processes_memory,
+)
 
 pytestmark = pytest.mark.skipif(not measurable(), reason="needs Linux /proc")
 
@@ -20,16 +28,27 @@ held = []
 for line in sys.stdin:
     if line.startswith("alloc"):
         held.append(np.ones(int(line.split()[1]) // 8))  # touched: resident
+    elif line.startswith("shm"):  # shared memory, as the object store's pages are
+        import mmap, os, tempfile
+        n = int(line.split()[1])
+        fd, path = tempfile.mkstemp(dir="/dev/shm")
+        os.ftruncate(fd, n)
+        m = mmap.mmap(fd, n)
+        os.unlink(path)  # the mapping stays; no file is left behind
+        os.close(fd)
+        m[:] = b"\1" * n
+        held.append(m)
     elif line.startswith("free"):
         held.clear()
     print("ok", flush=True)
 """
 
 
-@pytest.fixture
-def child():
-    """A Python process that allocates (``alloc N``) and frees (``free``) numpy buffers on command."""
-    p = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def start_child(title: str | None = None):
+    """A Python process that allocates (``alloc N``, ``shm N``) and frees (``free``) on command;
+    ``title``: its argv[0], as Ray titles its workers (ray::IDLE ...)."""
+    args = [title or sys.executable, "-c", CHILD]
+    p = subprocess.Popen(args, executable=sys.executable, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def say(cmd: str) -> None:
         p.stdin.write(cmd + "\n")
@@ -38,6 +57,12 @@ def child():
 
     say("noop")  # numpy imported: at rest
     p.say = say
+    return p
+
+
+@pytest.fixture
+def child():
+    p = start_child()
     yield p
     p.kill()
     p.wait()
@@ -62,6 +87,32 @@ def test_this_process_and_its_children_are_found(child):
     del buf
 
 
+def test_a_worker_at_rest_is_rebased_except_for_its_shared_pages():
+    """A Ray worker titled as resting (ray::IDLE: a synthesis worker between tasks) keeps what it
+    allocated: not a partition's (its imports, caches), re-based at once; its shared pages (the
+    object store's: a partition's batch) still count. Titled as running a task: it all counts."""
+    idle, busy = start_child("ray::IDLE"), start_child("ray::synth:proof-000:0")
+    try:
+        assert process_memory(idle.pid).resting and not process_memory(busy.pid).resting
+        load = Load()
+        watch = MemoryWatch(lambda: {"n1": processes_memory([idle.pid, busy.pid])}, period_s=3600)
+        watch.start(load)
+        load.in_flight, load.submitted = 2, 2
+        for p in (idle, busy):
+            p.say(f"alloc {32 * MIB}")
+        watch.sample()
+        assert 28 * MIB <= watch.work()[1] <= 40 * MIB  # the busy one's only
+        idle.say(f"shm {24 * MIB}")
+        assert process_memory(idle.pid).shmem >= 22 * MIB
+        watch.sample()
+        assert 50 * MIB <= watch.work()[1] <= 66 * MIB  # + the resting one's shared pages
+        watch.stop()
+    finally:
+        for p in (idle, busy):
+            p.kill()
+            p.wait()
+
+
 class Load:
     """What the scheduler tells the watch: partitions in flight and submissions so far."""
 
@@ -74,7 +125,7 @@ class Load:
 
 def test_watch_counts_growth_during_work_and_absorbs_it_at_rest(child):
     load = Load()
-    watch = MemoryWatch(lambda: {"n1": processes_bytes([child.pid])}, period_s=3600)
+    watch = MemoryWatch(lambda: {"n1": processes_memory([child.pid])}, period_s=3600)
     watch.start(load)  # baseline: the child at rest
     base = watch.baseline("n1")
     assert watch.work() == ("n1", 0) and base > MIB
@@ -100,7 +151,7 @@ def test_watch_counts_growth_during_work_and_absorbs_it_at_rest(child):
 def test_a_process_first_seen_during_work_enters_the_baseline_as_it_is(child):
     load = Load()
     pids = [os.getpid()]
-    watch = MemoryWatch(lambda: {"n1": processes_bytes(pids)}, period_s=3600)
+    watch = MemoryWatch(lambda: {"n1": processes_memory(pids)}, period_s=3600)
     watch.start(load)
     load.in_flight, load.submitted = 1, 1
     pids.append(child.pid)  # e.g. a Ray worker that ran its first synthesis task
@@ -115,13 +166,13 @@ def test_a_process_first_seen_during_work_enters_the_baseline_as_it_is(child):
 def test_a_sample_across_a_submission_is_not_idle(child):
     """The load before and after the probe differ (a partition submitted meanwhile): growth counts."""
     load = Load()
-    watch = MemoryWatch(lambda: {"n1": processes_bytes([child.pid])}, period_s=3600)
+    watch = MemoryWatch(lambda: {"n1": processes_memory([child.pid])}, period_s=3600)
     watch.start(load)
 
     def probe():
         load.submitted += 1  # submitted and settled while the probe ran: in flight 0 before and after
         child.say(f"alloc {16 * MIB}")
-        return {"n1": processes_bytes([child.pid])}
+        return {"n1": processes_memory([child.pid])}
 
     watch.probe = probe
     watch.sample()

@@ -100,10 +100,10 @@ class GpuProver(ProverActor):
 
 
 class NodeSampler:
-    """On a node other than the driver's: the bytes of the given processes of that node
-    (engines.memory.processes_bytes; the driver reads its own node's /proc itself)."""
+    """On a node other than the driver's: the memory of the given processes of that node
+    (engines.memory.processes_memory; the driver reads its own node's /proc itself)."""
 
-    def sample(self, pids: list[int]) -> dict[int, int]:
-        from .memory import processes_bytes
+    def sample(self, pids: list[int]) -> dict:
+        from .memory import processes_memory
 
-        return processes_bytes(pids)
+        return processes_memory(pids)

@@ -9,7 +9,7 @@ import time
 from collections import deque
 
 from ..partition import Partition
-from .memory import processes_bytes
+from .memory import ProcessMemory, processes_memory
 from .metrics import Metrics
 from .types import Completion, PartitionOutcome, WorkItem
 from .worker import PartitionProver, synthesize_witness
@@ -66,9 +66,9 @@ class LocalExecutor:
         out.synthesis_node = out.prover_node = "local"
         return out
 
-    def sample_memory(self) -> dict[str, dict[int, int]]:
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
         """This process: it proves everything."""
-        return {"local": processes_bytes([os.getpid()])}
+        return {"local": processes_memory([os.getpid()])}
 
     def shutdown(self) -> None:
         """Nothing to stop."""

@@ -13,7 +13,11 @@ and keeps, per node, the **work memory**: those bytes now minus a baseline at re
   compiled, nothing in flight), and again every sample taken with nothing in flight anywhere (so
   growth that stays after work, a worker's imports, freed memory a process keeps for reuse, is
   absorbed at the next idle moment, while growth during work counts). Per process: a process
-  first seen later (a new worker) enters the baseline at the size it has then.
+  first seen later (a new worker) enters the baseline at the size it has then; a Ray worker
+  whose title says it runs nothing of ours (RESTING_TITLES: a synthesis worker between tasks, a
+  CPU prover between calls) is re-based at each sample, except for its object-store pages
+  (Pss_Shmem: in-flight partitions' batches), so a worker's first imports and caches stop
+  counting as soon as it rests, not only when the whole run does.
 - Peaks per node (``NodeMemory``): the most work memory seen, and the most bytes in all.
 
 ``MemorySampler`` is jobs/bench.py's: the machine's used memory and the PSS of this process and
@@ -29,36 +33,73 @@ from dataclasses import dataclass
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SAMPLE_S = 0.5  # the engine's sampling period
+# Ray's process titles of a worker that runs nothing of ours now: a task worker between tasks, a
+# CPU prover actor between calls (one call at a time; a threaded GPU actor's title is not a
+# reliable sign of rest, so it has none here). While a task runs, the title is its name.
+RESTING_TITLES = (b"ray::IDLE", b"ray::CpuProver")
 
-# (node -> {pid: bytes}) of our processes now
-Probe = Callable[[], dict[str, dict[int, int]]]
+
+@dataclass(frozen=True)
+class ProcessMemory:
+    """One process now: its bytes (PSS, or RSS), the object store's shared pages among them
+    (Pss_Shmem: partitions' Arrow batches live there), and whether its title says it is at rest."""
+
+    bytes: int
+    shmem: int = 0
+    resting: bool = False
+
+
+# (node -> {pid: ProcessMemory}) of our processes now
+Probe = Callable[[], dict[str, dict[int, ProcessMemory]]]
+
+
+def process_memory(pid: int) -> ProcessMemory | None:
+    """``pid`` now: PSS and Pss_Shmem from smaps_rollup (RSS from statm where that is not
+    readable); None when it is gone or unreadable."""
+    pss = shm = None
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    pss = int(line.split()[1]) * 1024
+                elif line.startswith(b"Pss_Shmem:"):
+                    shm = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    if pss is None:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as f:
+                pss = int(f.read().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            title = f.read(64).split(b"\0")[0].strip()
+    except OSError:
+        title = b""
+    return ProcessMemory(pss, shm or 0, title in RESTING_TITLES)
 
 
 def process_bytes(pid: int) -> int | None:
     """PSS of ``pid`` in bytes (RSS where smaps_rollup is not readable); None when it is gone or
     unreadable."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return None
+    m = process_memory(pid)
+    return None if m is None else m.bytes
+
+
+def processes_memory(pids: Iterable[int]) -> dict[int, ProcessMemory]:
+    """{pid: ProcessMemory} of those of ``pids`` that can be read."""
+    out = {}
+    for pid in set(pids):
+        m = process_memory(pid)
+        if m is not None:
+            out[pid] = m
+    return out
 
 
 def processes_bytes(pids: Iterable[int]) -> dict[int, int]:
     """{pid: bytes} of those of ``pids`` that can be read."""
-    out = {}
-    for pid in set(pids):
-        b = process_bytes(pid)
-        if b is not None:
-            out[pid] = b
-    return out
+    return {pid: m.bytes for pid, m in processes_memory(pids).items()}
 
 
 def descendants(root: int) -> list[int]:
@@ -144,7 +185,8 @@ class MemoryWatch:
     def __init__(self, probe: Probe, period_s: float = SAMPLE_S):
         self.probe, self.period_s = probe, period_s
         self.load: Callable[[], tuple[int, Hashable]] = lambda: (0, 0)
-        self._base: dict[str, dict[int, int]] = {}
+        self._base: dict[str, dict[int, int]] = {}  # node -> pid -> bytes at rest
+        self._base_shm: dict[str, dict[int, int]] = {}  # node -> pid -> its object-store pages then
         self._now: dict[str, dict[int, int]] = {}
         self._peak_work: dict[str, int] = {}
         self._peak_total: dict[str, int] = {}
@@ -185,16 +227,20 @@ class MemoryWatch:
         idle = force_idle or (before == after and before[0] == 0)
         with self._lock:
             self.last_in_flight = max(before[0], after[0])
-            for node, procs in now.items():
-                base = self._base.setdefault(node, {})
+            for node, mems in now.items():
+                procs = {pid: m.bytes for pid, m in mems.items()}
+                base, shm = self._base.setdefault(node, {}), self._base_shm.setdefault(node, {})
                 if idle:
                     base.clear()
-                    base.update(procs)
+                    shm.clear()
                 for pid in list(base):
                     if pid not in procs:  # gone: out of the baseline too
-                        del base[pid]
-                for pid, b in procs.items():
-                    base.setdefault(pid, b)  # a process first seen enters the baseline as it is
+                        del base[pid], shm[pid]
+                for pid, m in mems.items():
+                    if pid not in base:  # first seen (or an idle sample): enters the baseline as it is
+                        base[pid], shm[pid] = m.bytes, m.shmem
+                    elif m.resting:  # a worker at rest: its growth is no partition's, but the object
+                        base[pid] = m.bytes - m.shmem + shm[pid]  # store's pages may be (they count)
                 self._now[node] = procs
                 total = sum(procs.values())
                 self._peak_total[node] = max(self._peak_total.get(node, 0), total)

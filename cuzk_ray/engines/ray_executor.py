@@ -32,7 +32,7 @@ from ..backends import cuda_backend_class
 from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver, NodeSampler
 from .admission import expected_pw
-from .memory import processes_bytes, ray_node_processes
+from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
@@ -365,8 +365,8 @@ class RayExecutor:
         self._state_api = True
         return [t.state for t in tasks if t.name in names and t.state not in ("FINISHED", "FAILED")]
 
-    def sample_memory(self) -> dict[str, dict[int, int]]:
-        """{node: {pid: bytes}} of our processes (engines.memory): on the driver's node this process,
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
+        """{node: {pid: ProcessMemory}} of our processes (engines.memory): on the driver's node this process,
         the raylet and workers below it (an embedded Ray: memory.ray_node_processes) and the prover
         actors and synthesis workers there, read here; on another node its prover actors and the workers that
         ran our synthesis, read by a NodeSampler actor there (num_cpus=0; its answer comes with the
@@ -379,14 +379,14 @@ class RayExecutor:
                 by_node.setdefault(info["node_id"], set()).add(int(info["pid"]))
         for node, pid in list(self._synth_pids):
             by_node.setdefault(node, set()).add(pid)
-        out = {self._node: processes_bytes(set(ray_node_processes(os.getpid())) | by_node.pop(self._node, set()))}
+        out = {self._node: processes_memory(set(ray_node_processes(os.getpid())) | by_node.pop(self._node, set()))}
         for node, pids in by_node.items():
             got = self._remote_sample(node, sorted(pids))
             if got is not None:
                 out[node] = got
         return out
 
-    def _remote_sample(self, node: str, pids: list[int]) -> dict[int, int] | None:
+    def _remote_sample(self, node: str, pids: list[int]) -> dict[int, ProcessMemory] | None:
         """The last answer of ``node``'s sampler (None while none came), and the next question."""
         entry = self._samplers.get(node)
         if entry is None:

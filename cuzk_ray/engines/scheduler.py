@@ -33,7 +33,7 @@ from typing import Protocol
 from ..errors import Stalled
 from ..groth16.verifier import verify
 from .admission import HostBudget, format_bytes
-from .memory import MemoryWatch
+from .memory import MemoryWatch, ProcessMemory
 from .metrics import Metrics
 from .types import (
     BatchResult,
@@ -75,8 +75,8 @@ class Executor(Protocol):
         """The next finished work item (None when none finished within ``timeout``; waits up to
         ``timeout`` also with nothing in flight, e.g. for a restarting prover)."""
 
-    def sample_memory(self) -> dict[str, dict[int, int]]:
-        """{node: {pid: bytes}} of our processes now (engines.memory; called from the memory watch's thread)."""
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
+        """{node: {pid: ProcessMemory}} of our processes now (engines.memory; called from the memory watch's thread)."""
 
     def blocked(self) -> str | None:
         """Why submitted work cannot run, in one line naming the missing resource (need vs have),
