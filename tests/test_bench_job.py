@@ -25,6 +25,9 @@ def test_bench_writes_results_and_plots(tmp_path):
     assert r["peak_node_pss_bytes"] > 0
     assert {"h", "msm_h", "msm_b_g2", "synthesis"} <= set(r["stage_median_s"])
     assert r["host_peak_reserved"] <= r["max_in_flight"] * r["bytes_per_partition"]
+    [node] = r["host_measured"]  # the embedded Ray's one node, measured (engines.memory)
+    assert node["baseline"] > 0 and node["samples"] >= 1 and r["host_peak_measured"] == node["peak_work"]
+    assert "host memory: measured peak " in res.stdout
     assert (out / "timeline.png").stat().st_size > 1000 and (out / "stages.png").stat().st_size > 1000
     # cuzk's figures are of 2^27 partitions: not printed beside a 2^8 run (the twin is the 2^27 run
     # on the GPU machine, docs/gpu-runs/2026-12-01-scale/call2, which prints them)
