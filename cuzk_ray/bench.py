@@ -1,11 +1,13 @@
-"""Benchmark measurements shared by jobs/bench.py: host-memory sampling, summaries, plots."""
+"""Benchmark measurements shared by jobs/bench.py: summaries, plots (host-memory sampling:
+cuzk_ray.engines.memory.MemorySampler)."""
 
 from __future__ import annotations
 
 import os
-import threading
 
 import numpy as np
+
+from .engines.report import memory_record
 
 # Published figures of the system we measure ourselves against (DESIGN.md section 8).
 CUZK_PUBLISHED = {
@@ -15,54 +17,6 @@ CUZK_PUBLISHED = {
     "peak_rss_gib_pw12": 400,
     "gpu_s_per_partition": 1.8,
 }
-
-
-class MemorySampler:
-    """Samples, every ``period`` s, the machine's used memory and the summed PSS (proportional set
-    size: shared object-store pages counted once) of this process and its descendants (the
-    embedded Ray node's raylet, object store and workers). The machine's baseline is taken when
-    sampling starts (__enter__), and psutil is looked up then: a dependency of ray[default], or
-    the copy Ray puts on sys.path when it is imported."""
-
-    def __init__(self, period: float = 0.25):
-        self.psutil, self.period = None, period
-        self.base_used = 0
-        self.peak_used = 0
-        self.peak_pss = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="cuzk-mem")
-
-    def _tree_pss(self) -> int:
-        me = self.psutil.Process(os.getpid())
-        total = 0
-        for p in [me, *me.children(recursive=True)]:
-            try:
-                total += p.memory_full_info().pss
-            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
-                pass
-        return total
-
-    def _loop(self):
-        while not self._stop.is_set():
-            self.peak_used = max(self.peak_used, self.psutil.virtual_memory().used - self.base_used)
-            self.peak_pss = max(self.peak_pss, self._tree_pss())
-            self._stop.wait(self.period)
-
-    def __enter__(self):
-        try:
-            import psutil
-        except ImportError:  # a trimmed Ray install, or no Ray: report no memory figures rather than fail
-            psutil = None
-        self.psutil = psutil
-        if psutil:
-            self.base_used = psutil.virtual_memory().used
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
 
 
 def _proof_done_times(results) -> dict[str, float]:
@@ -120,8 +74,7 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
         # > 100 % when a prover works on several partitions at once (gpu_concurrency)
         "prover_busy_fraction": sum(r.times.get("prove_total", 0.0) for r in results) / (wall * provers),
         "failed": batch.failed, "max_in_flight": batch.max_in_flight,
-        "host_budget": batch.host_budget, "host_peak_reserved": batch.host_peak,
-        "bytes_per_partition": batch.host_bytes_per_partition,
+        **memory_record(batch), "bytes_per_partition": batch.host_bytes_per_partition,
     }
     if n_devices:
         _, start, end = _window_bounds(batch, warmup)

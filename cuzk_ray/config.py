@@ -39,7 +39,7 @@ class RayConf:
 
 @dataclass
 class MemoryConf:
-    host_budget: str | None = None  # e.g. 64GiB; bytes of in-flight partitions on the host
+    host_budget: str | None = None  # e.g. 64GiB; bytes of in-flight partitions on the host (estimated and measured)
 
 
 @dataclass

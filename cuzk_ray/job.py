@@ -95,7 +95,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     from .engines import open_engine
     from .engines.admission import check_budget, partition_host_bytes
     from .engines.choice import choose_engine, resolved
-    from .engines.report import load_line, stage_table
+    from .engines.report import load_line, memory_line, memory_record, stage_table
     from .errors import ProofFailed
     from .formats.native import file_sha256
     from .preflight import preflight
@@ -160,12 +160,13 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
 
             batch = engine.run(todo, seed=cfg["seed"], progress=progress, names=circuit.proof_names())
         info.update({"backend": engine.backend, "wall_seconds": round(batch.wall_s, 3),
-                     "startup_seconds": round(startup_s, 3), "host_budget": batch.host_budget,
-                     "host_peak_reserved": batch.host_peak, "max_in_flight": batch.max_in_flight})
+                     "startup_seconds": round(startup_s, 3), **memory_record(batch),
+                     "max_in_flight": batch.max_in_flight})
     failed = {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()} if batch else {}
     manifest = out.finish(info, failed)
     if batch is not None:
         say(stage_table(batch.results, batch.wall_s, len(todo) - len(batch.failed)))
+        say(memory_line(batch))
     total = time.perf_counter() - t_start
     kind = "manifest" if manifest.name == outputs.MANIFEST else "partial manifest (some proofs failed)"
     where = "" if scratch else f"; {kind}: {manifest}"

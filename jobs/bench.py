@@ -28,10 +28,11 @@ def run(cfg: dict) -> int:
     import platform
 
     from cuzk_ray.backends import resolve_backend_name
-    from cuzk_ray.bench import CUZK_PUBLISHED, MemorySampler, partition_records, plot, summarize
+    from cuzk_ray.bench import CUZK_PUBLISHED, partition_records, plot, summarize
     from cuzk_ray.circuits import make_circuit
     from cuzk_ray.engines import EngineSettings, open_engine
-    from cuzk_ray.engines.report import load_line, stage_table
+    from cuzk_ray.engines.memory import MemorySampler
+    from cuzk_ray.engines.report import load_line, memory_line, stage_table
     from cuzk_ray.errors import ProofFailed
     from cuzk_ray.formats.snarkjs_json import write_json_atomic
     from cuzk_ray.keystore import ensure_dev_key
@@ -81,6 +82,7 @@ def run(cfg: dict) -> int:
             print("plots skipped: matplotlib is not installed (pip install -e '.[bench]')")
     write_json_atomic(out / "results.json", summary)
     print(stage_table(batch.results, batch.wall_s))
+    print(memory_line(batch))
     print(load_line(engine.prover_info))
     gib = 2**30
     rows = [

@@ -25,6 +25,9 @@ def test_bench_writes_results_and_plots(tmp_path):
     assert r["peak_node_pss_bytes"] > 0
     assert {"h", "msm_h", "msm_b_g2", "synthesis"} <= set(r["stage_median_s"])
     assert r["host_peak_reserved"] <= r["max_in_flight"] * r["bytes_per_partition"]
+    [node] = r["host_measured"]  # the embedded Ray's one node, measured (engines.memory)
+    assert node["baseline"] > 0 and node["samples"] >= 1 and r["host_peak_measured"] == node["peak_work"]
+    assert "host memory: measured peak " in res.stdout
     assert (out / "timeline.png").stat().st_size > 1000 and (out / "stages.png").stat().st_size > 1000
     # cuzk's figures are of 2^27 partitions: not printed beside a 2^8 run (the twin is the 2^27 run
     # on the GPU machine, docs/gpu-runs/2026-12-01-scale/call2, which prints them)
@@ -61,7 +64,8 @@ def test_steady_window_starts_when_the_warm_up_proofs_complete():
     parts = [part("proof-000", 0, 8, 1.0), part("proof-000", 2, 10, 1.0), part("proof-001", 9, 14, 2.0),
              part("proof-002", 12, 18, 2.0)]
     batch = SimpleNamespace(results=parts, wall_s=20.0, failed={}, max_in_flight=2, host_budget=None,
-                            host_peak=0, host_bytes_per_partition=1)
+                            host_peak=0, host_bytes_per_partition=1,
+                            host_measured=[])
     measured, window = steady_window(batch, warmup=1)
     assert window == 8 and {r.proof_id for r in measured} == {"proof-001", "proof-002"}
     s = summarize(batch, 2, n_devices=1, warmup=1)  # no "gpu" spans: the partitions' GPU seconds

@@ -1,6 +1,7 @@
 """The Ray engine on the CPU with a real embedded Ray: batches, the host budget, a killed prover
 actor, partitions that keep failing, and metrics."""
 
+import logging
 import os
 import signal
 import time
@@ -10,6 +11,7 @@ import ray
 
 from cuzk_ray.circuits import PorepCircuit
 from cuzk_ray.engines import ProvingEngine
+from cuzk_ray.engines.admission import partition_host_bytes
 from cuzk_ray.groth16.setup import dev_setup
 from cuzk_ray.groth16.verifier import verify
 
@@ -43,6 +45,12 @@ def test_batch_of_proofs_all_verified_in_order(ray_local, key):
 
 
 def test_host_budget_bounds_in_flight_partitions(ray_local, key):
+    """The estimates bound what is admitted: pw is lowered to what the budget holds (2 here) and
+    the reserved bytes never pass it; the first round reaches that bound (it is admitted on the
+    estimates: nothing is measured above the baseline yet). The budget is enforced on what is
+    measured too: whether that holds this run back depends on how much these tiny partitions
+    grow warm processes (often nothing measurable, sometimes MiBs), so here only the record is
+    checked; the holding is test_measured_work_above_a_small_budget_holds_partitions_to_one's."""
     pk, cs = key
     probe = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=1, provers=1)
     part = probe.part_bytes
@@ -50,14 +58,66 @@ def test_host_budget_bounds_in_flight_partitions(ray_local, key):
     budget = int(2.5 * part)
     engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=8, host_budget=budget)
     assert engine.pw == 2
-    batch = engine.run(2, seed=1)
+    batch = engine.run(3, seed=1)
     engine.shutdown()
-    assert len(batch.results) == 6 and not batch.failed
+    assert len(batch.results) == 9 and not batch.failed
     assert batch.max_in_flight * batch.host_bytes_per_partition <= budget
     assert batch.host_peak == engine.pw * part <= budget and engine.budget.violations == 0  # bound reached
     assert engine.budget.reserved == 0
+    [node] = batch.host_measured
+    assert node.baseline > 0 and node.processes >= 3  # the driver, the raylet, the prover, workers
     with pytest.raises(ValueError, match="memory.host_budget=100 B is below one partition"):
         ProvingEngine(pk, cs, CIRCUIT, backend="cpu", host_budget=100)
+
+
+def test_measured_work_above_a_small_budget_holds_partitions_to_one(ray_local, key, caplog):
+    """A budget that holds 3 partitions by their estimates, and partitions that measure far more:
+    a synthesis holding 32 MiB while it runs (growth during work, in that Ray worker) and the
+    proving's own MiBs. Once a sample shows it, one partition at a time (no other in flight when
+    one comes back), said once, and once that one partition alone measures above the budget. An
+    ample budget changes nothing (pw=2 reached, another partition in flight when most come back)."""
+    pk, cs = key
+    part = partition_host_bytes(CIRCUIT, pk.domain_size, "cpu")
+
+    def heavy_synth(spec):  # defined here so Ray ships it by value
+        import time
+
+        import numpy as np
+
+        from cuzk_ray.circuits import synthesize
+
+        buf = np.ones(4 << 20)  # 32 MiB, touched, held while the task runs
+        time.sleep(0.6)  # longer than the memory watch's period (0.5 s): each is sampled
+        del buf
+        return synthesize(spec)
+
+    def in_flight_at_completions(host_budget, synth_fn=None):
+        engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, host_budget=host_budget)
+        others = []
+        batch = engine.run(3, seed=5, synth_fn=synth_fn,
+                           progress=lambda r, d, t: others.append(engine.scheduler.summary().in_flight))
+        engine.shutdown()
+        assert not batch.failed and len(batch.results) == 9
+        return engine, batch, others
+
+    with caplog.at_level(logging.WARNING, logger="cuzk_ray"):
+        small, batch, others = in_flight_at_completions(3 * part, heavy_synth)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("memory.host_budget=")]
+    assert small.pw == 2 and batch.host_peak <= 2 * part  # the estimates allow 2 (pw) and reached them
+    assert sum("holding partitions in flight at 1" in ln for ln in lines) == 1, lines
+    over = [ln for ln in lines if "one partition alone measures" in ln]
+    assert len(over) == 1 and "raise memory.host_budget" in over[0], lines
+    assert others.count(0) >= 4 and others[-3:] == [0, 0, 0], others  # one at a time once measured
+    # measured above the budget (the node's net: the driver may shrink below its baseline meanwhile,
+    # so the 32 MiB are not asserted here; test_memory checks the sampler's numbers)
+    assert batch.host_measured[0].peak_work > 3 * part
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="cuzk_ray"):
+        ample, batch, others = in_flight_at_completions(4 << 30)
+    assert not [r for r in caplog.records if r.getMessage().startswith("memory.host_budget=")]
+    assert ample.pw == 2 and batch.max_in_flight == 2 and batch.host_peak == 2 * part
+    assert others.count(1) >= 6, others  # another partition in flight when most come back (the last: none)
+    assert batch.host_measured and batch.host_measured[0].peak_work < 4 << 30
 
 
 def test_killed_prover_actor_mid_batch_is_restarted(ray_local, key):

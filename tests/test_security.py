@@ -191,18 +191,78 @@ def test_probe_passes_a_port_that_listens_and_refuses_a_malformed_address():
 
 
 def test_prepare_env_sets_only_what_is_unset_and_restore_removes_only_that(monkeypatch):
-    from cuzk_ray.engines.ray_env import CONNECT_ENV, LOOPBACK_ENV, prepare_env, restore_env
+    from cuzk_ray.engines.ray_env import CONNECT_ENV, LOOPBACK_ENV, METRIC_PORT_ENV, prepare_env, restore_env
 
-    for k in (LOOPBACK_ENV, "RAY_ADDRESS", *CONNECT_ENV):
+    for k in (LOOPBACK_ENV, "RAY_ADDRESS", *CONNECT_ENV, *METRIC_PORT_ENV):
         monkeypatch.delenv(k, raising=False)
-    added = prepare_env({})  # embedded: loopback
-    assert added == [LOOPBACK_ENV] and os.environ[LOOPBACK_ENV] == "0"
+    added = prepare_env({})  # embedded: loopback, and metrics ports of its own
+    assert added == [LOOPBACK_ENV, *METRIC_PORT_ENV] and os.environ[LOOPBACK_ENV] == "0"
+    ports = [int(os.environ[k]) for k in METRIC_PORT_ENV]
+    assert len(set(ports)) == 2 and not {44217, 44227} & set(ports) and all(p > 1024 for p in ports)
     assert not any(k in os.environ for k in CONNECT_ENV)
     restore_env(added)
-    assert LOOPBACK_ENV not in os.environ  # nothing left for later `ray start` clusters or jobs
-    monkeypatch.setenv(LOOPBACK_ENV, "1")  # the twin: the user's value is kept, and stays
-    assert prepare_env({}) == [] and os.environ[LOOPBACK_ENV] == "1"
+    assert not any(k in os.environ for k in (LOOPBACK_ENV, *METRIC_PORT_ENV))  # nothing left for later Rays
+    monkeypatch.setenv(LOOPBACK_ENV, "1")  # the twin: the user's values are kept, and stay
+    monkeypatch.setenv("DASHBOARD_METRIC_PORT", "45000")
+    assert prepare_env({}) == ["AUTOSCALER_METRIC_PORT"] and os.environ[LOOPBACK_ENV] == "1"
+    assert os.environ["DASHBOARD_METRIC_PORT"] == "45000"
+    restore_env(["AUTOSCALER_METRIC_PORT"])
+    monkeypatch.delenv("DASHBOARD_METRIC_PORT")
     added = prepare_env({"address": "10.0.0.1:6379"})  # a cluster: bounded connection, no loopback
     assert sorted(added) == sorted(CONNECT_ENV) and os.environ[LOOPBACK_ENV] == "1"
     restore_env(added)
     assert not any(k in os.environ for k in CONNECT_ENV)
+
+
+def test_two_embedded_rays_at_once_get_metrics_ports_of_their_own(tmp_path):
+    """Two jobs on one machine, each with its embedded Ray, up at the same time: both finish, and
+    neither listens on Ray's fixed metrics ports (44227 dashboard head, 44217 autoscaler monitor:
+    each Ray gets free ones, engines.ray_env.METRIC_PORT_ENV); no port is held by both. The
+    dashboard agent's 52365 has no setting (docs/SECURITY.md): at most one of them holds it."""
+    import threading
+
+    caches = [Path(tempfile.mkdtemp(prefix="cz", dir="/tmp")) for _ in range(2)]
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "DASHBOARD_METRIC_PORT",
+                                                            "AUTOSCALER_METRIC_PORT")}
+    jobs, lines, seen = [], [[], []], [set(), set()]
+    up, end = [None, None], [None, None]
+
+    def read(i):
+        for line in jobs[i].stdout:
+            lines[i].append(line.rstrip("\n"))
+            if line.startswith("provers:"):  # its Ray, agents and provers are up: what does its tree listen on
+                up[i] = time.monotonic()
+                for _ in range(3):
+                    seen[i] |= set(listeners(descendants(jobs[i].pid)))
+                    time.sleep(0.3)
+        end[i] = time.monotonic()
+
+    try:
+        for i in range(2):
+            jobs.append(subprocess.Popen(
+                [sys.executable, str(ROOT / "jobs" / "prove.py"), "engine=ray", "proofs=3", "pw=2",
+                 "circuit.constraints=2048", "circuit.partitions=8", "ray.num_cpus=2",  # ~10 s proving: overlap
+                 f"output_dir={tmp_path / f'out{i}'}", f"cache_dir={caches[i]}"], cwd=ROOT, env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(2)]
+        for t in readers:
+            t.start()
+        for j in jobs:
+            j.wait(timeout=HANG_S)
+        for t in readers:
+            t.join(timeout=30)
+    finally:
+        for j in jobs:
+            if j.poll() is None:
+                os.killpg(j.pid, 9)
+                j.wait()
+        for c in caches:
+            shutil.rmtree(c, ignore_errors=True)
+    for i in range(2):
+        assert jobs[i].returncode == 0, "\n".join(lines[i])
+        assert lines[i][-1].startswith("total ") and "manifest:" in lines[i][-1]
+    assert None not in up and max(up) < min(end), "the two jobs' provers were not up at the same time"
+    ports = [{a.rsplit(":", 1)[1] for a, _ in s} for s in seen]
+    assert all(len(p) >= 5 for p in ports), seen  # gcs, raylet, agents, workers, the driver: both seen
+    assert not ports[0] & ports[1], (ports[0] & ports[1], seen)
+    assert not {"44217", "44227"} & (ports[0] | ports[1]), seen

@@ -77,6 +77,8 @@ class ProverActor:
         out.prover_node = ray.get_runtime_context().get_node_id()
         out.prover_pid = os.getpid()
         out.synthesis_node = part.extra.get("synthesis_node")
+        if part.extra.get("synthesis_pid", "").isdigit():
+            out.synthesis_pid = int(part.extra["synthesis_pid"])
         out.times["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
         if "synthesis_start" in part.extra:
             s0 = float(part.extra["synthesis_start"])
@@ -95,3 +97,13 @@ class CpuProver(ProverActor):
 
 class GpuProver(ProverActor):
     """Prover actor holding (a fraction of) one GPU; the key stays resident in VRAM."""
+
+
+class NodeSampler:
+    """On a node other than the driver's: the memory of the given processes of that node
+    (engines.memory.processes_memory; the driver reads its own node's /proc itself)."""
+
+    def sample(self, pids: list[int]) -> dict:
+        from .memory import processes_memory
+
+        return processes_memory(pids)

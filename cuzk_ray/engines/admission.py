@@ -32,6 +32,14 @@ def parse_bytes(value, field: str = "memory") -> int | None:
     return nbytes
 
 
+def format_bytes(n: int) -> str:
+    """Bytes for a person: 1.2 GiB, 310.0 MiB, 81.2 KiB, 100 B."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} B"
+
+
 def partition_host_bytes(circuit, domain_size: int | None = None, backend: str = "cpu") -> int:
     """Estimated peak host bytes of one partition in flight. An estimate for admission control,
     not a measurement.

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 
 from .admission import HostBudget, bounded_pw, check_budget, expected_pw, object_store_bytes, partition_host_bytes
+from .memory import MemoryWatch, measurable
 from .scheduler import Progress, Scheduler
 from .settings import EngineSettings
 from .types import BatchResult
@@ -27,9 +28,14 @@ class Engine:
         self.budget = HostBudget(settings.host_budget)
         self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
         self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
+        # host memory measured once the provers are up and warm (the first sample is the baseline)
+        self.memory = MemoryWatch(self.executor.sample_memory) if measurable() else None
         self.scheduler = Scheduler(self.executor, pk.vk, circuit, self.part_bytes, self.budget, self.pw,
                                    settings.max_attempts, watchdog_s=settings.watchdog_s,
-                                   backoff_s=settings.retry_backoff_s, backoff_max_s=settings.retry_backoff_max_s)
+                                   backoff_s=settings.retry_backoff_s, backoff_max_s=settings.retry_backoff_max_s,
+                                   memory=self.memory)
+        if self.memory is not None:
+            self.memory.start(self.scheduler.load)
 
     @property
     def provers(self) -> list:
@@ -50,6 +56,8 @@ class Engine:
         ``names``: the proof id of each proof index (None: proof-000, ...; circom proofs are named
         after their witness files: circuits.witness_names)."""
         t0 = time.perf_counter()
+        if self.memory is not None and self.scheduler.idle:  # idle: the baseline absorbs the last batch's leftovers
+            self.memory.sample()
         self.scheduler.reset_peak()
         indices = range(proofs) if isinstance(proofs, int) else list(proofs)
         if len(set(indices)) != len(indices):  # checked before any is added: a refusal leaves no state behind
@@ -64,7 +72,9 @@ class Engine:
                 self.scheduler.forget(pid)
 
     def shutdown(self) -> None:
-        """Stop the provers."""
+        """Stop the memory watch and the provers."""
+        if self.memory is not None:
+            self.memory.stop()
         self.executor.shutdown()
 
 

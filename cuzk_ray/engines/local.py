@@ -9,6 +9,7 @@ import time
 from collections import deque
 
 from ..partition import Partition
+from .memory import ProcessMemory, processes_memory
 from .metrics import Metrics
 from .types import Completion, PartitionOutcome, WorkItem
 from .worker import PartitionProver, synthesize_witness
@@ -64,6 +65,10 @@ class LocalExecutor:
         out.times["synthesis"] = synth_s
         out.synthesis_node = out.prover_node = "local"
         return out
+
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
+        """This process: it proves everything."""
+        return {"local": processes_memory([os.getpid()])}
 
     def shutdown(self) -> None:
         """Nothing to stop."""

@@ -30,8 +30,9 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..backends import cuda_backend_class
 from ..partition import Partition, to_record_batch
-from .actors import CpuProver, GpuProver
+from .actors import CpuProver, GpuProver, NodeSampler
 from .admission import expected_pw
+from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
@@ -153,6 +154,9 @@ class RayExecutor:
         self._synth_watch: set = set()  # synthesis refs not seen finished yet (waited on with the proofs)
         self._last_synth = time.monotonic()  # when a synthesis task last finished (progress too)
         self._next_replace = 0.0
+        self._node = ray.get_runtime_context().get_node_id()  # the driver's
+        self._synth_pids: set[tuple[str, int]] = set()  # (node, pid) of workers that ran our synthesis
+        self._samplers: dict[str, list] = {}  # node -> [NodeSampler actor, its sample() in flight or None]
         # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
         self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
                                 if circuit.local_files else "SPREAD")
@@ -221,7 +225,10 @@ class RayExecutor:
         self._synth_watch.discard(batch)
         self.load[work.prover] -= 1
         try:
-            return Completion(work, ray.get(ref))
+            out = ray.get(ref)
+            if out.synthesis_pid is not None and out.synthesis_node:
+                self._synth_pids.add((out.synthesis_node, out.synthesis_pid))
+            return Completion(work, out)
         except ray.exceptions.RayActorError as e:  # the actor died or is restarting: not the partition's fault
             self._prover_down(work.prover)
             return Completion(work, error=_short(e), interrupted=True)
@@ -358,10 +365,55 @@ class RayExecutor:
         self._state_api = True
         return [t.state for t in tasks if t.name in names and t.state not in ("FINISHED", "FAILED")]
 
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
+        """{node: {pid: ProcessMemory}} of our processes (engines.memory): on the driver's node this process,
+        the raylet and workers below it (an embedded Ray: memory.ray_node_processes) and the prover
+        actors and synthesis workers there, read here; on another node its prover actors and the workers that
+        ran our synthesis, read by a NodeSampler actor there (num_cpus=0; its answer comes with the
+        next sample: a node whose sampler has not answered yet is left out of this one). A
+        synthesis worker is known from its first partition's return on: that first task's memory
+        is not seen."""
+        by_node: dict[str, set[int]] = {}
+        for i, info in enumerate(list(self.prover_info)):
+            if i not in self.dead and info.get("pid") and info.get("node_id"):
+                by_node.setdefault(info["node_id"], set()).add(int(info["pid"]))
+        for node, pid in list(self._synth_pids):
+            by_node.setdefault(node, set()).add(pid)
+        out = {self._node: processes_memory(set(ray_node_processes(os.getpid())) | by_node.pop(self._node, set()))}
+        for node, pids in by_node.items():
+            got = self._remote_sample(node, sorted(pids))
+            if got is not None:
+                out[node] = got
+        return out
+
+    def _remote_sample(self, node: str, pids: list[int]) -> dict[int, ProcessMemory] | None:
+        """The last answer of ``node``'s sampler (None while none came), and the next question."""
+        entry = self._samplers.get(node)
+        if entry is None:
+            actor = ray.remote(NodeSampler).options(
+                name=f"NodeSampler-{node[:12]}-{self._tag}", num_cpus=0, max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+            entry = self._samplers[node] = [actor, None]
+        got = None
+        if entry[1] is not None:
+            ready, _ = ray.wait([entry[1]], timeout=0)
+            if not ready:
+                return None
+            try:
+                got = {int(k): v for k, v in ray.get(entry[1]).items()}
+            except ray.exceptions.RayError:  # the node went away: its workers with it
+                self._samplers.pop(node, None)
+                self._synth_pids = {(n, p) for n, p in self._synth_pids if n != node}
+                return None
+        entry[1] = entry[0].sample.remote(pids)
+        return got
+
     def shutdown(self) -> None:
-        """Kill the prover actors (no restart)."""
+        """Kill the prover actors (no restart) and the memory samplers."""
         for a in self.provers:
             ray.kill(a, no_restart=True)
+        for actor, _ in list(self._samplers.values()):
+            ray.kill(actor, no_restart=True)
 
 
 class _Probe:

@@ -1,10 +1,11 @@
-"""What the jobs print about a batch: the per-stage table."""
+"""What the jobs print about a batch: the per-stage table, the host-memory line."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .types import PartitionResult
+from .admission import format_bytes
+from .types import BatchResult, PartitionResult
 
 STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
           "assemble", "gpu", "prove_total", "verify"]
@@ -55,3 +56,27 @@ def load_line(prover_info: list[dict]) -> str:
     if not steps:
         return "prover start: not measured"
     return "prover start (slowest prover): " + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items())
+
+
+def memory_record(batch: BatchResult) -> dict:
+    """What manifest.json and results.json keep of the batch's host memory (bytes): the budget,
+    the reserved (estimated) peak, the measured peak work memory (the busiest node's) and each
+    node's baseline and peaks."""
+    nodes = [dict(vars(n)) for n in batch.host_measured]
+    return {"host_budget": batch.host_budget, "host_peak_reserved": batch.host_peak,
+            "host_peak_measured": max((n["peak_work"] for n in nodes), default=None), "host_measured": nodes}
+
+
+def memory_line(batch: BatchResult) -> str:
+    """One line: the measured peak work memory (node, at rest, in all) next to the reserved peak
+    and the budget."""
+    size = format_bytes
+    budget = size(batch.host_budget) if batch.host_budget is not None else "none"
+    each = size(batch.host_bytes_per_partition)
+    reserved = f"reserved peak {size(batch.host_peak)} ({batch.max_in_flight} in flight x {each} estimated)"
+    if not batch.host_measured:
+        return f"host memory: not measured here (no /proc); {reserved}; budget {budget}"
+    top = max(batch.host_measured, key=lambda n: n.peak_work)
+    procs = f"{top.processes} process{'es' if top.processes != 1 else ''}"
+    return (f"host memory: measured peak {size(top.peak_work)} of work on node {top.node[:12]} (our {procs}: "
+            f"{size(top.baseline)} at rest, {size(top.peak_total)} at most); {reserved}; budget {budget}")

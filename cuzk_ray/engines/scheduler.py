@@ -2,7 +2,9 @@
 
     add(proof) -> its partitions join a heap: priority, then oldest proof, then lowest partition
     step():  submit from the heap while fewer than ``pw`` are in flight and the host budget holds
-             one more partition (reserve its bytes; Ray does not enforce memory=), then take one
+             one more partition (reserve its bytes; Ray does not enforce memory=) by the estimates
+             and by what is measured (engines.memory: the work memory of the busiest node plus the
+             next partition's estimate; never fewer than 1 in flight), then take one
              completion from the executor: release its bytes; a failed attempt is retried up to
              ``max_attempts``, after a backoff (1, 2, 4 ... s, capped), back in its place in the
              heap; an attempt its prover actor cut short (restarting, node lost) is resubmitted at
@@ -30,7 +32,8 @@ from typing import Protocol
 
 from ..errors import Stalled
 from ..groth16.verifier import verify
-from .admission import HostBudget
+from .admission import HostBudget, format_bytes
+from .memory import MemoryWatch, ProcessMemory
 from .metrics import Metrics
 from .types import (
     BatchResult,
@@ -72,6 +75,9 @@ class Executor(Protocol):
         """The next finished work item (None when none finished within ``timeout``; waits up to
         ``timeout`` also with nothing in flight, e.g. for a restarting prover)."""
 
+    def sample_memory(self) -> dict[str, dict[int, ProcessMemory]]:
+        """{node: {pid: ProcessMemory}} of our processes now (engines.memory; called from the memory watch's thread)."""
+
     def blocked(self) -> str | None:
         """Why submitted work cannot run, in one line naming the missing resource (need vs have),
         or None when nothing is known to be stuck (work may just be slow)."""
@@ -103,8 +109,12 @@ class Scheduler:
     """Proves partitions of one circuit's proofs with one key, through ``executor``."""
 
     def __init__(self, executor: Executor, vk, circuit, part_bytes: int, budget: HostBudget, pw: int,
-                 max_attempts: int, watchdog_s: float = 60.0, backoff_s: float = 1.0, backoff_max_s: float = 30.0):
+                 max_attempts: int, watchdog_s: float = 60.0, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
+                 memory: MemoryWatch | None = None):
         self.executor, self.vk, self.circuit = executor, vk, circuit
+        self.memory = memory  # measured work memory per node (None: the estimates only)
+        self._submitted = 0  # submissions so far (the memory watch tells idle samples by it)
+        self._said: set[str] = set()  # the budget's one-time lines said (held; a node where one partition is over)
         self.part_bytes, self.budget, self.pw, self.max_attempts = part_bytes, budget, pw, max_attempts
         self.watchdog_s, self.backoff_s, self.backoff_max_s = watchdog_s, backoff_s, backoff_max_s
         self.metrics = executor.metrics
@@ -249,7 +259,13 @@ class Scheduler:
             failed = {p.request.id: p.error for p in proofs if p.state is ProofState.FAILED}
             return BatchResult(results, failed, wall_s, provers, self.max_in_flight, self.part_bytes,
                                self.budget.limit, self.budget.peak, sum(p.retries for p in proofs),
-                               {p.request.id: p.request.index for p in proofs})
+                               {p.request.id: p.request.index for p in proofs},
+                               self.memory.nodes() if self.memory is not None else [])
+
+    def load(self) -> tuple[int, int]:
+        """(partitions in flight, submissions so far): the memory watch's view of the scheduler."""
+        with self._lock:
+            return self._in_flight, self._submitted
 
     def _watch(self) -> None:
         """Raise Stalled when nothing came back for watchdog_s and the executor says why work
@@ -266,9 +282,13 @@ class Scheduler:
             return any(self._running.get(p, 0) for p in ids)
 
     def reset_peak(self) -> None:
-        """Start counting max_in_flight afresh (each batch reports its own)."""
+        """Start counting max_in_flight, the reserved and measured peaks afresh (each batch reports its own)."""
         with self._lock:
             self.max_in_flight = self._in_flight
+            self.budget.peak = self.budget.reserved
+            self._said.clear()  # the budget's lines: once per batch
+        if self.memory is not None:
+            self.memory.reset_peaks()
 
     # -- the loop's two halves -----------------------------------------------------------------
 
@@ -282,8 +302,9 @@ class Scheduler:
         now = time.monotonic()
         while self._delayed and self._delayed[0][0] <= now:  # retries whose backoff is over
             heapq.heappush(self._queue, heapq.heappop(self._delayed)[2])
+        self._say_over()
         while (self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes)
-               and self.executor.can_submit()):
+               and self._measured_fits() and self.executor.can_submit()):
             work = heapq.heappop(self._queue)
             if not self._runnable(work):  # its proof finished, or was forgotten (its id may be a new proof's)
                 continue
@@ -297,10 +318,46 @@ class Scheduler:
             self.budget.reserve(self.part_bytes)
             proof.state = ProofState.RUNNING
             self._in_flight += 1
+            self._submitted += 1
             self._running[work.proof_id] = self._running.get(work.proof_id, 0) + 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         self.metrics.in_flight(self._in_flight)
         self.metrics.host_bytes(self.budget.reserved)
+
+    def _say_over(self) -> None:
+        """One line per node the first time a sample taken with one partition in flight measures
+        more work memory than the whole budget (the run goes on, one partition at a time: failing
+        would throw away proofs the machine can make; the line says what to raise)."""
+        limit = self.budget.limit
+        if limit is None or self.memory is None:
+            return
+        node, work = self.memory.work()
+        if work > limit and self.memory.last_in_flight == 1 and f"over:{node}" not in self._said:
+            self._said.add(f"over:{node}")
+            log.warning("memory.host_budget=%s: one partition alone measures %s on node %s (our processes "
+                        "above their %s at rest; its estimate: %s); going on with one partition in flight "
+                        "(raise memory.host_budget for more)", format_bytes(limit), format_bytes(work),
+                        _node_label(node), format_bytes(self.memory.baseline(node)), format_bytes(self.part_bytes))
+
+    def _measured_fits(self) -> bool:
+        """Whether one more partition fits the budget by what is measured: the busiest node's work
+        memory (its processes now minus at rest) plus the next partition's estimate (the reserved
+        estimates are checked beside it: together, max(measured, reserved) + the next estimate).
+        With nothing in flight it always fits (progress). Says once, in one line, when the
+        measurement holds partitions back."""
+        limit = self.budget.limit
+        if limit is None or self.memory is None:
+            return True
+        node, work = self.memory.work()
+        if self._in_flight == 0 or work + self.part_bytes <= limit:
+            return True
+        if "held" not in self._said:
+            self._said.add("held")
+            log.warning("memory.host_budget=%s: measured work memory %s on node %s + the next partition's %s "
+                        "estimate exceed it: holding partitions in flight at %d (the estimates allow %d)",
+                        format_bytes(limit), format_bytes(work), _node_label(node), format_bytes(self.part_bytes),
+                        self._in_flight, self.pw)
+        return False
 
     def _settle(self, done: Completion) -> PartitionResult | None:
         work = done.work
@@ -355,3 +412,8 @@ class Scheduler:
         ok = verify(self.vk, out.public, out.proof)
         out.times["verify"] = time.perf_counter() - t0
         return PartitionResult.verified_from(out, done.work) if ok else None
+
+
+def _node_label(node: str | None) -> str:
+    """A Ray node id shortened to 12 characters ("local" as it is)."""
+    return (node or "?")[:12]

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
+from .memory import NodeMemory
+
 ProofId = str
 
 
@@ -117,6 +119,7 @@ class PartitionOutcome:
     synthesis_node: str | None = None
     prover_node: str | None = None
     prover_pid: int | None = None
+    synthesis_pid: int | None = None  # the Ray worker that synthesized it (its memory is measured from then on)
 
 
 @dataclass
@@ -169,6 +172,7 @@ class BatchResult:
     host_peak: int = 0
     retries: int = 0
     proofs: dict[ProofId, int] = field(default_factory=dict)  # proof_id -> the circuit's proof number
+    host_measured: list[NodeMemory] = field(default_factory=list)  # per node: baseline, peak work memory
 
 
 @dataclass(frozen=True)
