@@ -260,3 +260,60 @@ def test_every_state_change_is_a_log_line(svc):
     for line in ("request idem-1: accepted", "request idem-1: queued -> running", "request idem-1: running -> done",
                  "request cancel-queued: queued -> cancelled", "request cancel-running: running -> cancelled"):
         assert line in text, line
+
+
+def prove_job(*overrides, timeout=300):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), *overrides], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_prove_job_with_service_url_writes_the_manifest_of_a_local_run(svc, tmp_path, snarkjs):
+    common = ["circuit.constraints=64", "circuit.partitions=2", "proofs=3", "seed=9", f"cache_dir={svc.cache}",
+              "progress_s=0"]
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    res = prove_job(f"output_dir={local}", "engine=local", *common)
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = prove_job(f"output_dir={remote}", f"service.url={svc.url}", *common)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"sent to {svc.url}" in res.stdout and "6/6 partitions verified" in res.stdout
+    m_local, m_remote = (json.loads((d / "manifest.json").read_text()) for d in (local, remote))
+    assert m_local["complete"] and m_remote["complete"]
+    for k in ("run", "verification_key", "verification_key_sha256", "insecure_dev_setup", "setup_seed", "circuit"):
+        assert m_local[k] == m_remote[k], k
+
+    def same(e):  # what two runs of one batch share (proof bytes differ: r and s are random)
+        return {k: v for k, v in e.items() if k not in ("proof_sha256", "seconds", "synthesis_node", "prover_node")}
+
+    assert [same(e) for e in m_local["proofs"]] == [same(e) for e in m_remote["proofs"]]
+    assert [set(e) for e in m_local["proofs"]] == [set(e) for e in m_remote["proofs"]]
+    assert len(m_remote["proofs"]) == 6 and all(e["verified"] for e in m_remote["proofs"])
+    assert (local / "verification_key.json").read_bytes() == (remote / "verification_key.json").read_bytes()
+    e = m_remote["proofs"][5]
+    assert snarkjs_verify(snarkjs, remote / e["verification_key"], remote / e["public"], remote / e["proof"])
+    assert e["seconds"]["synthesis"] > 0 and e["prover_node"]
+    # the same command again (overwrite): the service already has these requests, nothing is proved twice
+    db = svc.cache / "service" / "service.db"
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT COUNT(*) FROM proofs").fetchone()
+    res = prove_job(f"output_dir={remote}", f"service.url={svc.url}", "overwrite=true", *common)
+    assert res.returncode == 0, res.stdout + res.stderr
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM proofs").fetchone() == rows
+    assert json.loads((remote / "manifest.json").read_text())["proofs"] == m_remote["proofs"]
+
+
+def test_prove_job_with_a_bad_service_is_one_line(svc, tmp_path):
+    from cluster import free_port
+
+    res = prove_job(f"output_dir={tmp_path / 'a'}", f"service.url=http://127.0.0.1:{free_port()}",
+                    f"cache_dir={svc.cache}", "circuit.constraints=64")
+    assert res.returncode == 2 and "cannot reach the service" in res.stderr and "Traceback" not in res.stderr
+    res = prove_job(f"output_dir={tmp_path / 'b'}", f"service.url={svc.url}", "service.token=wrong",
+                    f"cache_dir={svc.cache}", "circuit.constraints=64")
+    assert res.returncode == 2 and "answered 401: wrong token" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

@@ -2,15 +2,11 @@
 cluster at ray.address / RAY_ADDRESS), the engine actor pinned to this node (the store and the
 results are this machine's files), and the Serve application on service.host:service.port.
 
-The token: ``service.token``, or generated once into ``service.token_file`` (default
-``<cache_dir>/service/token``, mode 0600) and read from there on later starts (and by the client)."""
+The token: service.tokens (``service.token``, or a 0600 file made at the first start)."""
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,42 +15,9 @@ from ..engines.admission import parse_bytes
 from ..engines.choice import cluster_address
 from .engine_actor import ACTOR_NAME, NAMESPACE, EngineActor
 from .service import ServicePaths, service_settings
+from .tokens import service_token
 
 READY_TIMEOUT_S = 900  # the config's key may be made by the dev setup first (minutes at 2^24 and above)
-
-
-def token_path(cfg: dict) -> Path:
-    s = cfg["service"]
-    if s.get("token_file"):
-        return Path(os.path.expanduser(s["token_file"]))
-    return Path(os.path.expanduser(cfg["cache_dir"])) / "service" / "token"
-
-
-def read_token(path: Path) -> str:
-    """The token in ``path``, refused when others may read it (it must be 0600 or tighter)."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
-        raise ValueError(f"{path}: mode {mode:o}, others may read the token: chmod 600 {path}")
-    token = path.read_text().strip()
-    if not token:
-        raise ValueError(f"{path}: empty token file")
-    return token
-
-
-def service_token(cfg: dict) -> tuple[str, Path | None]:
-    """(token, the file it is in: None when given as service.token)."""
-    if cfg["service"].get("token"):
-        return str(cfg["service"]["token"]), None
-    path = token_path(cfg)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another start made it just now
-            return read_token(path), path
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    return read_token(path), path
 
 
 def check_port(host: str, port: int) -> None:
