@@ -1,0 +1,103 @@
+"""Durability of the service (issue 16): a `ray start` cluster and `jobs/serve.py` on it, a batch
+submitted, both process groups killed with SIGKILL mid-batch, both started again on the same
+db: every accepted proof completed and verified by snarkjs, the proof done before the kill still
+answers (its files untouched), the cancelled one stays cancelled, and no partition is proved twice
+into the results (a proof cut short resumes from its journal)."""
+
+import json
+import signal
+import time
+
+import pytest
+from cluster import LocalCluster
+from conftest import snarkjs_verify
+from service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+SMALL = {"kind": "porep", "constraints": 64, "partitions": 3}
+
+
+def start(tmp, cache, name):
+    cluster = LocalCluster(tmp / name, nodes=1, cpus=4)
+    svc = ServiceProcess(tmp, f"ray.address={cluster.address}", "pw=1", "circuit.constraints=64",
+                         "circuit.partitions=3", cache=cache, log_name=f"serve-{name}.log")
+    return cluster, svc
+
+
+def kill_all(cluster, svc):
+    svc.signal(signal.SIGKILL)
+    for p in cluster.procs:
+        try:
+            import os
+
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    svc.kill()
+    cluster.stop()
+
+
+def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path, snarkjs):
+    cache = tmp_path / "cache"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    cluster, svc = start(tmp_path, cache, "one")
+    try:
+        svc.wait_ready()
+        before = svc.submit("restart-done", dict(SMALL, seed=1))
+        svc.wait_state(before)
+        batch = [svc.submit(f"restart-{i}", dict(SMALL, seed=10 + i)) for i in range(5)]
+        cancelled = svc.submit("restart-cancelled", dict(SMALL, seed=99), priority="low")
+        assert svc.request("DELETE", f"/v1/proofs/{cancelled}")[0] == 200
+        deadline = time.time() + 120
+        while time.time() < deadline:  # mid-batch: some partitions done, one proof cut in the middle
+            states = [svc.request("GET", f"/v1/proofs/{p}")[1] for p in batch]
+            done = sum(s["partitions_done"] for s in states)
+            if done >= 4 and any(0 < s["partitions_done"] < 3 for s in states):
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"no proof seen mid-way: {states}")
+        assert done < 15, "the batch finished before the kill"
+    finally:
+        kill_all(cluster, svc)
+    results = cache / "service" / "proofs"
+    kept = (results / before / "journal.jsonl").read_bytes()
+    on_disk = {p: len((results / p / "journal.jsonl").read_text().splitlines()) - 1
+               for p in batch if (results / p / "journal.jsonl").exists()}
+    assert any(0 < n < 3 for n in on_disk.values()), on_disk  # a proof cut short, its partitions on disk
+
+    cluster, svc = start(tmp_path, cache, "two")
+    try:
+        svc.wait_ready()
+        for p in batch:
+            assert svc.wait_state(p, timeout=180)["partitions_done"] == 3
+        assert svc.request("GET", f"/v1/proofs/{cancelled}")[1]["state"] == "cancelled"
+        assert svc.request("GET", f"/v1/proofs/{cancelled}/result")[0] == 409
+        assert svc.request("GET", f"/v1/proofs/{before}")[1]["state"] == "done"
+        assert (results / before / "journal.jsonl").read_bytes() == kept  # not proved again
+        # the same request again after the restart: the same proof, not a second one
+        assert svc.request("POST", "/v1/proofs", {"request_id": "restart-0", "circuit": dict(SMALL, seed=10)}) == (
+            200, {"proof_id": batch[0], "state": "done"})
+        for p in [before, *batch]:
+            code, res = svc.request("GET", f"/v1/proofs/{p}/result")
+            assert code == 200 and len(res["partitions"]) == 3
+            vk = tmp_path / "vk.json"
+            vk.write_text(json.dumps(res["verification_key"]))
+            for k, part in enumerate(res["partitions"]):
+                (tmp_path / "public.json").write_text(json.dumps(part["public"]))
+                (tmp_path / "proof.json").write_text(json.dumps(part["proof"]))
+                assert snarkjs_verify(snarkjs, vk, tmp_path / "public.json", tmp_path / "proof.json"), (p, k)
+            # nothing proved twice into the results: one journal line and one manifest entry per partition
+            lines = (results / p / "journal.jsonl").read_text().splitlines()[1:]
+            assert sorted(json.loads(x)["partition"] for x in lines) == [0, 1, 2], (p, lines)
+            manifest = json.loads((results / p / "manifest.json").read_text())
+            assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == [0, 1, 2]
+        resumed = [p for p, n in on_disk.items() if 0 < n < 3]
+        text = svc.text()
+        assert any(f"proof {p}: {on_disk[p]} of 3 partition(s) already on disk" in text for p in resumed), text[-3000:]
+        assert "queued and" in text and "running proof(s) to complete" in text
+    finally:
+        assert svc.stop() == 0, svc.text()[-3000:]
+        cluster.stop()
