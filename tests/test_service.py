@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster import free_port
 from conftest import snarkjs_verify
 from service import ROOT, ServiceProcess
 
@@ -24,7 +25,8 @@ def svc(tmp_path_factory):
     # The config's key (2^13, made by the dev setup on first start) is preloaded: /healthz is 503
     # until its provers are up. pw=1: one partition in flight, so the order of work is visible.
     s = ServiceProcess(tmp, "circuit.partitions=2", "pw=1", "ray.num_cpus=4",
-                       f"service.input_roots=[{tmp},{ROOT / 'tests' / 'fixtures'}]")
+                       f"service.input_roots=[{tmp},{ROOT / 'tests' / 'fixtures'}]",
+                       f"ray.metrics_export_port={free_port()}", env={"RAY_metrics_report_interval_ms": "1000"})
     yield s
     code = s.stop()
     assert code == 0, s.text()[-3000:]
@@ -253,6 +255,28 @@ def test_status_reports_queue_proofs_provers_keys_and_budget(svc):
     assert {p["key_id"] for p in st["provers"]} == {k["key_id"] for k in st["keys"]}
     assert all(k["bytes"] > 0 for k in st["keys"]) and st["key_bytes"] == sum(k["bytes"] for k in st["keys"])
     assert st["host"] == {"reserved": 0, "budget": None}
+
+
+def test_metrics_are_exported_as_ray_cuzk(svc):
+    """Queue depth, proofs by state, request phases, key load and per-stage seconds on the
+    embedded Ray's Prometheus endpoint (ray.metrics_export_port)."""
+    import re
+    import urllib.request
+
+    port = next(a.split("=")[1] for a in svc.proc.args if a.startswith("ray.metrics_export_port="))
+    want = ['ray_cuzk_service_queue_depth{', 'ray_cuzk_service_proofs{', 'ray_cuzk_service_request_seconds_bucket{',
+            'ray_cuzk_service_key_load_seconds_count', 'ray_cuzk_stage_seconds_bucket{', 'ray_cuzk_partitions_done']
+    deadline, text = time.time() + 60, ""
+    while time.time() < deadline:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        if all(w in text for w in want):
+            break
+        time.sleep(1)
+    missing = [w for w in want if w not in text]
+    assert not missing, missing
+    done = re.search(r'^ray_cuzk_service_proofs\{[^}]*state="done"[^}]*\} (\S+)$', text, re.M)
+    assert done and float(done.group(1)) >= 5
+    assert re.search(r'ray_cuzk_service_request_seconds_bucket\{[^}]*phase="queued"', text)
 
 
 def test_every_state_change_is_a_log_line(svc):
