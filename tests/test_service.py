@@ -341,3 +341,34 @@ def test_prove_job_with_a_bad_service_is_one_line(svc, tmp_path):
                     f"cache_dir={svc.cache}", "circuit.constraints=64")
     assert res.returncode == 2 and "answered 401: wrong token" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def serve_job(*overrides, timeout=120):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    return subprocess.run([sys.executable, str(ROOT / "jobs" / "serve.py"), *overrides], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_the_api_listens_on_loopback_only(svc):
+    import shutil
+    import subprocess
+
+    if shutil.which("ss") is None:
+        pytest.skip("no ss here")
+    rows = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout.splitlines()
+    mine = [r.split()[3] for r in rows if r.split()[3].endswith(f":{svc.port}")]
+    assert mine == [f"127.0.0.1:{svc.port}"], mine
+
+
+def test_serve_refuses_a_port_in_use_and_bad_settings_in_one_line(svc, tmp_path):
+    res = serve_job(f"cache_dir={tmp_path}", f"service.port={svc.port}")  # the running service's port
+    assert res.returncode == 2 and f"service.port={svc.port}: cannot listen there" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "ray").exists()  # refused before Ray started
+    res = serve_job(f"cache_dir={tmp_path}", "engine=local", f"service.port={free_port()}")
+    assert res.returncode == 2 and "engine=local: the service proves on Ray" in res.stderr, res.stderr
+    res = serve_job(f"cache_dir={tmp_path}", "service.portt=1")
+    assert res.returncode == 2 and "did you mean service.port" in res.stderr, res.stderr

@@ -10,6 +10,7 @@ answered 500 in one line."""
 from __future__ import annotations
 
 import logging
+import os
 
 from .models import Reply, ServiceError
 from .service import ProvingService
@@ -20,7 +21,12 @@ log = logging.getLogger("cuzk_ray.service")
 
 
 class EngineActor:
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict, cwd: str | None = None):
+        """``cfg``: the job's config (paths made absolute by server.start_service); ``cwd``: the
+        working directory of jobs/serve.py, where a request's relative paths are taken from (a Ray
+        worker starts elsewhere on a cluster)."""
+        if cwd and os.path.isdir(cwd):
+            os.chdir(cwd)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         logging.getLogger("cuzk_ray").setLevel(logging.INFO)
         self.service = ProvingService(cfg)

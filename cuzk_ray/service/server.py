@@ -6,6 +6,7 @@ The token: service.tokens (``service.token``, or a 0600 file made at the first s
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from dataclasses import dataclass
@@ -76,12 +77,22 @@ class RunningService:
                 ray.shutdown()
 
 
+def absolute_paths(cfg: dict) -> dict:
+    """The config with the service's paths made absolute here, where jobs/serve.py runs (the
+    engine actor's working directory is Ray's): cache_dir, service.db, service.output_dir,
+    service.input_roots (their default, cache_dir and this working directory, spelled out)."""
+    paths = ServicePaths.from_config(cfg)
+    service = dict(cfg["service"], db=str(paths.db), output_dir=str(paths.output_dir),
+                   input_roots=[str(r) for r in paths.input_roots])
+    return dict(cfg, cache_dir=os.path.abspath(os.path.expanduser(cfg["cache_dir"])), service=service)
+
+
 def start_service(cfg: dict) -> RunningService:
     """Start Ray (or connect), the engine actor and the Serve application; returns at once (the
     engine actor loads the config's key in its loop thread: RunningService.wait_ready)."""
     settings = service_settings(cfg)  # a bad setting fails here, before Ray starts
+    cfg = absolute_paths(cfg)
     s = cfg["service"]
-    ServicePaths.from_config(cfg)
     parse_bytes(s.get("key_budget"), "service.key_budget")
     host, port = str(s["host"]), int(s["port"])
     check_port(host, port)
@@ -112,7 +123,7 @@ def start_service(cfg: dict) -> RunningService:
         actor = ray.remote(EngineActor).options(
             name=ACTOR_NAME, namespace=NAMESPACE, num_cpus=0, max_concurrency=16,
             max_restarts=settings.max_restarts, max_task_retries=0,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(cfg)
+            scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)).remote(cfg, os.getcwd())
     except BaseException:
         if started:
             ray.shutdown()

@@ -164,18 +164,19 @@ class ProvingService:
         """POST /v1/proofs."""
         req = parse_submit(body, self.cfg)
         req = dataclasses.replace(req, circuit=self._resolved(req.circuit))
-        with self._lock:
-            earlier = self.store.by_request(req.request_id)
-            if earlier is None:
-                kid, partitions = self._check_inputs(req.circuit)
+        earlier = self.store.by_request(req.request_id)
+        if earlier is None:
+            kid, partitions = self._check_inputs(req.circuit)  # reads files: not under the lock
+            with self._lock:
                 rec = self.store.insert(uuid.uuid4().hex, req, kid, partitions)  # committed: now acknowledged
                 if rec is not None:
                     self._enqueue(rec)
-                    log.info("proof %s request %s: accepted (%s, %s, %d partition(s))", rec.proof_id,
-                             rec.request_id, req.priority.name.lower(), kid, partitions)
-                    self._wake.set()
-                    return Reply(202, {"proof_id": rec.proof_id, "state": rec.state.value})
-                earlier = self.store.by_request(req.request_id)
+            if rec is not None:
+                log.info("proof %s request %s: accepted (%s, %s, %d partition(s))", rec.proof_id, rec.request_id,
+                         req.priority.name.lower(), kid, partitions)
+                self._wake.set()
+                return Reply(202, {"proof_id": rec.proof_id, "state": rec.state.value})
+            earlier = self.store.by_request(req.request_id)  # the same request_id, accepted meanwhile
         return self._same_request(earlier, req)
 
     def _same_request(self, earlier: ProofRecord, req: SubmitRequest) -> Reply:
