@@ -58,6 +58,12 @@ class Conflict(ServiceError):
     status = 409
 
 
+class Gone(ServiceError):
+    """A done proof whose result files were removed from output_dir."""
+
+    status = 410
+
+
 class Unavailable(ServiceError):
     """The service is not up yet (or its engine is gone)."""
 

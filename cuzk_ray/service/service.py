@@ -43,11 +43,11 @@ from .models import (
     FILE_KEYS,
     Conflict,
     Forbidden,
+    Gone,
     Invalid,
     NotFound,
     ProofRecord,
     Reply,
-    ServiceError,
     SubmitRequest,
     one_line,
     parse_circuit,
@@ -61,12 +61,6 @@ log = logging.getLogger("cuzk_ray.service")
 IDLE_WAIT_S = 0.2  # the loop's wait with nothing to step (a submission wakes it at once)
 STEP_S = 0.2  # a scheduler's step timeout with one busy key (shorter with several: each gets a turn)
 METRICS_S = 1.0
-
-
-class Gone(ServiceError):
-    """A done proof whose result files were removed from output_dir."""
-
-    status = 410
 
 
 @dataclass(frozen=True)
@@ -590,4 +584,4 @@ def _message(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-__all__ = ["ProvingService", "ServicePaths", "ServiceError", "service_settings"]
+__all__ = ["ProvingService", "ServicePaths", "service_settings"]
