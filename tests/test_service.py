@@ -372,3 +372,20 @@ def test_serve_refuses_a_port_in_use_and_bad_settings_in_one_line(svc, tmp_path)
     assert res.returncode == 2 and "engine=local: the service proves on Ray" in res.stderr, res.stderr
     res = serve_job(f"cache_dir={tmp_path}", "service.portt=1")
     assert res.returncode == 2 and "did you mean service.port" in res.stderr, res.stderr
+
+
+def test_prove_job_with_service_url_for_circom_witnesses(svc, tmp_path, snarkjs):
+    witness = f"circuit.witness=[{FIX / 'witness_1.wtns'},{FIX / 'witness_3.wtns'}]"
+    common = ["circuit=snarkjs", f"circuit.zkey={FIX / 'linear.zkey'}", witness, f"cache_dir={svc.cache}"]
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    res = prove_job(f"output_dir={local}", "engine=local", *common)
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = prove_job(f"output_dir={remote}", f"service.url={svc.url}", *common)
+    assert res.returncode == 0, res.stdout + res.stderr
+    m_local, m_remote = (json.loads((d / "manifest.json").read_text()) for d in (local, remote))
+    assert m_local["run"] == m_remote["run"] and m_remote["complete"]
+    ids = [(e["proof_id"], e["witness"], e["witness_sha256"], e["public_sha256"]) for e in m_remote["proofs"]]
+    assert ids == [(e["proof_id"], e["witness"], e["witness_sha256"], e["public_sha256"]) for e in m_local["proofs"]]
+    assert [e["proof_id"] for e in m_remote["proofs"]] == ["witness_1", "witness_3"]
+    for e in m_remote["proofs"]:
+        assert snarkjs_verify(snarkjs, FIX / "verification_key.json", remote / e["public"], remote / e["proof"])

@@ -29,13 +29,14 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engines.admission import HostBudget, parse_bytes
 from ..engines.settings import EngineSettings
 from ..engines.types import ProofState
 from ..errors import user_errors
+from ..formats.native import file_sha256
 from ..formats.snarkjs_json import load_json
 from ..outputs import MANIFEST, OutputDir, RunIdentity
 from .keys import KeyRing, ResidentKey, estimate_bytes, key_id, make_resident
@@ -101,6 +102,7 @@ class Fed:
     key_id: str
     out: OutputDir
     state: ProofState = ProofState.QUEUED
+    info: dict = field(default_factory=dict)  # the entries' circuit fields (snarkjs: the witness and its SHA-256)
 
 
 class ProvingService:
@@ -437,17 +439,20 @@ class ProvingService:
         """Open the proof's output directory (resumed: partitions in its journal are not proved
         again) and add the rest to the key's scheduler."""
         c, pid = rec.circuit, rec.proof_id
-        witness = (c["witness"],) if c["kind"] == "snarkjs" else ()
+        witness, out = ((c["witness"],) if c["kind"] == "snarkjs" else ()), None
         try:
             out = OutputDir.open(self.paths.output_dir / pid, resume=True)
             identity = RunIdentity.for_key(rk.pk.vk, rk.circuit.circuit_id, c.get("seed", 0), 1, rec.partitions,
                                            witness, rk.insecure, rk.setup_seed)
             out.start(identity, rk.pk.vk, rk.pk.n_public)
-        except (*user_errors(), OSError) as e:
-            self.store.set_state(pid, ProofState.FAILED, f"output_dir: {one_line(_message(e))}")
+            info = {"witness": c["witness"], "witness_sha256": file_sha256(c["witness"])} if witness else {}
+        except (*user_errors(), OSError) as e:  # output_dir unusable, a witness file gone since
+            if out is not None:
+                out.close()
+            self.store.set_state(pid, ProofState.FAILED, one_line(_message(e)))
             self._log_change(self.store.get(pid), rec.state)
             return
-        f = Fed(rec, rk.key_id, out, rec.state)
+        f = Fed(rec, rk.key_id, out, rec.state, info)
         self._fed[pid] = f
         left = [k for k in range(rec.partitions) if (pid, k) not in out.entries]
         if out.entries:
@@ -468,7 +473,7 @@ class ProvingService:
         f = self._fed.get(res.proof_id)
         if f is None:  # cancelled meanwhile
             return
-        f.out.add(dataclasses.replace(res, proof_index=0), {"witness": f.record.circuit.get("witness")})
+        f.out.add(dataclasses.replace(res, proof_index=0), f.info)
         entries = [e for (p, _k), e in f.out.entries.items() if p == res.proof_id]
         timings: dict[str, float] = {}
         for e in entries:
