@@ -238,7 +238,8 @@ class ProvingService:
                                     "backend": info.get("backend"), "gpu": info.get("gpu_ids", []),
                                     "busy": load[i] > 0, "in_flight": load[i]})
             keys = [rk.view() for rk in self.keys.keys.values()]
-            body = {"ready": self.ready, "queue": self.store.queued_by_priority(), "proofs": self.store.counts(),
+            body = {"ready": self.ready, "engine": {"pid": os.getpid(), "db": str(self.paths.db)},
+                    "queue": self.store.queued_by_priority(), "proofs": self.store.counts(),
                     "provers": provers, "keys": keys, "key_bytes": self.keys.nbytes, "key_budget": self.keys.budget,
                     "host": {"reserved": self.budget.reserved, "budget": self.budget.limit},
                     "key_errors": dict(self.key_errors)}
