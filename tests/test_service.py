@@ -247,6 +247,31 @@ def test_cancel_queued_and_running(svc):
     assert svc.request("GET", f"/v1/proofs/{done}")[1]["state"] == "done"
 
 
+def test_proofs_go_on_while_another_key_loads(svc):
+    """A key is made resident in a thread of its own: the partitions of a resident key's proof
+    keep being proved and written while a fresh key (made by the dev setup) loads."""
+    for k in svc.request("GET", "/v1/status")[1]["keys"]:  # a CPU for the new key's prover
+        if k["key_id"].startswith("snarkjs-"):
+            assert svc.request("DELETE", f"/v1/keys/{k['key_id']}")[0] == 200
+    pid = svc.submit("load-side", dict(SMALL, partitions=16, seed=400))
+    svc.wait_state(pid, states=("running",))
+    code, ans = svc.request("POST", "/v1/keys", {"circuit": {"kind": "porep", "constraints": 8192,
+                                                             "circuit_seed": 3}})
+    assert code == 202, ans
+    seen, deadline = set(), time.time() + 120
+    while time.time() < deadline:
+        st = svc.request("GET", "/v1/status")[1]
+        if ans["key_id"] in [k["key_id"] for k in st["keys"]]:
+            break
+        if st["loading"] == ans["key_id"]:
+            seen.add(svc.request("GET", f"/v1/proofs/{pid}")[1]["partitions_done"])
+        time.sleep(0.05)
+    assert ans["key_id"] in [k["key_id"] for k in st["keys"]], st
+    assert len(seen) >= 2, seen  # partitions verified while the key loaded
+    assert svc.wait_state(pid)["partitions_done"] == 16
+    assert svc.request("DELETE", f"/v1/keys/{ans['key_id']}")[0] == 200
+
+
 def test_status_reports_queue_proofs_provers_keys_and_budget(svc):
     code, st = svc.request("GET", "/v1/status")
     assert code == 200 and st["ready"] is True

@@ -6,7 +6,8 @@ the resident keys and their engines, and the one loop thread that drives their s
     loop thread            recover the store's queued and running proofs; preload the config's key;
                            then: feed accepted proofs to their keys' schedulers in global order
                            (priority, then arrival), loading a key when the next proof needs one
-                           (evicting idle keys least-recently-used under service.key_budget);
+                           (in a thread of its own, one key at a time; idle keys evicted
+                           least-recently-used under service.key_budget);
                            step each busy scheduler; write each verified partition into
                            output_dir/<proof_id>/ (outputs.OutputDir); finish proofs (manifest
                            last, then the store)
@@ -124,6 +125,7 @@ class ProvingService:
         self._records: dict[str, ProofRecord] = {}  # the pending proofs' records
         self._fed: dict[str, Fed] = {}
         self._loads: list[tuple[str, dict]] = []  # preloads asked for: (key_id, circuit)
+        self._loading: str | None = None  # the key being made resident (one at a time, in its own thread)
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._run, name="cuzk-service-loop", daemon=True)
         self._last_metrics = 0.0
@@ -242,7 +244,7 @@ class ProvingService:
                     "queue": self.store.queued_by_priority(), "proofs": self.store.counts(),
                     "provers": provers, "keys": keys, "key_bytes": self.keys.nbytes, "key_budget": self.keys.budget,
                     "host": {"reserved": self.budget.reserved, "budget": self.budget.limit},
-                    "key_errors": dict(self.key_errors)}
+                    "loading": self._loading, "key_errors": dict(self.key_errors)}
         return Reply(200, body)
 
     def preload(self, body) -> Reply:
@@ -359,18 +361,32 @@ class ProvingService:
                 self._sync(rk)
 
     def _do_loads(self) -> None:
-        while True:
-            with self._lock:
-                if not self._loads:
-                    return
+        """Start the next preload asked for (POST /v1/keys), unless a key is loading already."""
+        with self._lock:
+            while self._loads and self._loading is None:
                 kid, circuit = self._loads.pop(0)
-                if kid in self.keys.keys:
-                    continue
-            try:
-                self._make_resident(kid, circuit)
-            except Exception as e:  # noqa: BLE001  shown by /v1/status
-                self.key_errors[kid] = one_line(_message(e))
-                log.error("key %s: %s", kid, self.key_errors[kid])
+                if kid not in self.keys.keys:
+                    self._load_async(kid, circuit)
+
+    def _load_async(self, kid: str, circuit: dict) -> None:
+        """Make ``kid`` resident in a thread of its own, one key at a time (under the lock): the
+        loop goes on stepping the other keys' schedulers meanwhile (a 2^27 key takes tens of
+        seconds: its mapping, the provers' start and upload)."""
+        self._loading = kid
+        threading.Thread(target=self._load_worker, args=(kid, circuit), name="cuzk-key-load", daemon=True).start()
+
+    def _load_worker(self, kid: str, circuit: dict) -> None:
+        try:
+            self._make_resident(kid, circuit)
+        except Exception as e:  # noqa: BLE001  /v1/status says why; the proofs waiting for it fail with it
+            why = one_line(_message(e))
+            self.key_errors[kid] = why
+            log.error("key %s: %s", kid, why)
+            self._fail_pending(kid, why)
+        finally:
+            with self._lock:
+                self._loading = None
+            self._wake.set()
 
     def _make_resident(self, kid: str, circuit: dict) -> ResidentKey:
         """Load a key, evicting idle keys least-recently-used first so that it fits the budget;
@@ -387,6 +403,10 @@ class ProvingService:
         if self._metrics():
             self.metrics["key_load_seconds"].observe(rk.load_seconds)
         with self._lock:
+            if self._stop.is_set():  # stopped while it loaded: its provers go too
+                rk.engine.shutdown()
+                raise RuntimeError("the service is stopping")
+            busy = {f.key_id for f in self._fed.values()}  # (proofs of other keys were fed meanwhile)
             self.keys.add(rk)
             victims = self.keys.victims(0, busy, keep=kid)  # the real size may be above the estimate
             if victims is None:
@@ -419,13 +439,13 @@ class ProvingService:
                     del self._records[rec.proof_id]
                     self._start(rec, rk)
                     continue
+                if self._loading is not None:
+                    return  # a key loads (this one, or a preload): the queue waits behind its head
                 busy = {f.key_id for f in self._fed.values()}
                 if self.keys.victims(estimate_bytes(rec.circuit), busy) is None and busy:
                     return  # room is made when the busy keys drain: the queue waits behind its head
-            try:
-                self._make_resident(rec.key_id, rec.circuit)
-            except Exception as e:  # noqa: BLE001  every waiting proof of that key fails, in one line
-                self._fail_pending(rec.key_id, one_line(_message(e)))
+                self._load_async(rec.key_id, rec.circuit)  # (one that cannot fit fails its proofs there)
+                return
 
     def _fail_pending(self, kid: str, why: str) -> None:
         with self._lock:
