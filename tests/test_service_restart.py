@@ -17,13 +17,14 @@ from service import ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-SMALL = {"kind": "porep", "constraints": 64, "partitions": 3}
+P = 4  # partitions per proof
+SMALL = {"kind": "porep", "constraints": 256, "partitions": P}
 
 
 def start(tmp, cache, name):
     cluster = LocalCluster(tmp / name, nodes=1, cpus=4)
-    svc = ServiceProcess(tmp, f"ray.address={cluster.address}", "pw=1", "circuit.constraints=64",
-                         "circuit.partitions=3", cache=cache, log_name=f"serve-{name}.log")
+    svc = ServiceProcess(tmp, f"ray.address={cluster.address}", "pw=1", "circuit.constraints=256",
+                         f"circuit.partitions={P}", cache=cache, log_name=f"serve-{name}.log")
     return cluster, svc
 
 
@@ -77,26 +78,26 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
         while time.time() < deadline:  # mid-batch: some partitions done, one proof cut in the middle
             states = [svc.request("GET", f"/v1/proofs/{p}")[1] for p in batch]
             done = sum(s["partitions_done"] for s in states)
-            # 1 of 3: with pw=1 at most one more partition can finish before the kill lands
-            if done >= 4 and any(s["partitions_done"] == 1 for s in states):
+            # two or more left: with pw=1 at most one more partition can finish before the kill lands
+            if done >= P + 1 and any(1 <= s["partitions_done"] <= P - 2 for s in states):
                 break
             time.sleep(0.02)
         else:
             pytest.fail(f"no proof seen mid-way: {states}")
-        assert done < 15, "the batch finished before the kill"
+        assert done < 5 * P, "the batch finished before the kill"
     finally:
         kill_all(cluster, svc, workers)
     results = cache / "service" / "proofs"
     kept = (results / before / "journal.jsonl").read_bytes()
     on_disk = {p: len((results / p / "journal.jsonl").read_text().splitlines()) - 1
                for p in batch if (results / p / "journal.jsonl").exists()}
-    assert any(0 < n < 3 for n in on_disk.values()), on_disk  # a proof cut short, its partitions on disk
+    assert any(0 < n < P for n in on_disk.values()), on_disk  # a proof cut short, its partitions on disk
 
     cluster, svc = start(tmp_path, cache, "two")
     try:
         svc.wait_ready()
         for p in batch:
-            assert svc.wait_state(p, timeout=180)["partitions_done"] == 3
+            assert svc.wait_state(p, timeout=180)["partitions_done"] == P
         assert svc.request("GET", f"/v1/proofs/{cancelled}")[1]["state"] == "cancelled"
         assert svc.request("GET", f"/v1/proofs/{cancelled}/result")[0] == 409
         assert svc.request("GET", f"/v1/proofs/{before}")[1]["state"] == "done"
@@ -106,7 +107,7 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
             200, {"proof_id": batch[0], "state": "done"})
         for p in [before, *batch]:
             code, res = svc.request("GET", f"/v1/proofs/{p}/result")
-            assert code == 200 and len(res["partitions"]) == 3
+            assert code == 200 and len(res["partitions"]) == P
             vk = tmp_path / "vk.json"
             vk.write_text(json.dumps(res["verification_key"]))
             for k, part in enumerate(res["partitions"]):
@@ -115,12 +116,13 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
                 assert snarkjs_verify(snarkjs, vk, tmp_path / "public.json", tmp_path / "proof.json"), (p, k)
             # nothing proved twice into the results: one journal line and one manifest entry per partition
             lines = (results / p / "journal.jsonl").read_text().splitlines()[1:]
-            assert sorted(json.loads(x)["partition"] for x in lines) == [0, 1, 2], (p, lines)
+            assert sorted(json.loads(x)["partition"] for x in lines) == list(range(P)), (p, lines)
             manifest = json.loads((results / p / "manifest.json").read_text())
-            assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == [0, 1, 2]
-        resumed = [p for p, n in on_disk.items() if 0 < n < 3]
+            assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == list(range(P))
+        resumed = [p for p, n in on_disk.items() if 0 < n < P]
         text = svc.text()
-        assert any(f"proof {p}: {on_disk[p]} of 3 partition(s) already on disk" in text for p in resumed), text[-3000:]
+        said = [f"proof {p}: {on_disk[p]} of {P} partition(s) already on disk" for p in resumed]
+        assert any(line in text for line in said), text[-3000:]
         assert "queued and" in text and "running proof(s) to complete" in text
     finally:
         assert svc.stop() == 0, svc.text()[-3000:]
