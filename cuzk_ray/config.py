@@ -43,6 +43,24 @@ class MemoryConf:
 
 
 @dataclass
+class ServiceConf:
+    """The proving service (jobs/serve.py, docs/SERVICE.md) and the batch job's client mode."""
+
+    url: str | None = None  # jobs/prove.py: submit the batch to the service here instead of proving it
+    token: str | None = None  # the bearer token; null: generated once into token_file (serve), read from it (client)
+    token_file: str | None = None  # null: <cache_dir>/service/token (mode 0600)
+    host: str = "127.0.0.1"  # where the HTTP API listens; beyond loopback only by explicit choice
+    port: int = 8000
+    db: str | None = None  # the durable queue (SQLite); null: <cache_dir>/service/service.db
+    output_dir: str | None = None  # results, one batch output contract per proof; null: <cache_dir>/service/proofs
+    input_roots: list[str] = field(default_factory=list)  # paths requests may name; empty: cache_dir and the cwd
+    key_budget: str | None = None  # bytes of resident keys (LRU eviction beyond it), e.g. 64GiB; null: no limit
+    preload: bool = True  # make the config's circuit key resident at start (/healthz is 200 once its provers are up)
+    priority: str = "normal"  # client: the priority of the proofs it submits
+    poll_s: float = 0.5  # client: seconds between status polls
+
+
+@dataclass
 class ProveConf:
     output_dir: str = "outputs/prove"
     verbose: bool = False  # everything: cuzk_ray's debug lines, Ray's own log lines and start-up warnings
@@ -71,6 +89,7 @@ class ProveConf:
     circuit: CircuitConf = field(default_factory=CircuitConf)
     ray: RayConf = field(default_factory=RayConf)
     memory: MemoryConf = field(default_factory=MemoryConf)
+    service: ServiceConf = field(default_factory=ServiceConf)
     hardware: Any = None  # name of the hardware profile in use (set by conf/hardware/*.yaml)
 
 

@@ -38,6 +38,10 @@ def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int
     from .errors import Interrupted, OutputError
 
     console = console or Console(verbose=bool(cfg.get("verbose")))
+    if (cfg.get("service") or {}).get("url"):  # the batch goes to a running service (same outputs)
+        from .service.client import run_client
+
+        return run_client(cfg, console, scratch)
     settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
     check_job_values(cfg)  # proofs, seeds: refused out of range, never clamped
     circuit = make_circuit(cfg["circuit"])

@@ -169,3 +169,21 @@ def test_a_forgotten_proofs_leftovers_never_run_for_a_new_proof_with_its_id(engi
     assert [r.partition for r in rs] == [0, 1] and all(r.proof_index == 1 for r in rs)
     assert all(verify(engine.pk.vk, r.public, r.proof) for r in rs)
     sched.forget(new)
+
+
+def test_add_proves_only_the_partitions_given(engine):
+    """The service's use: a proof with its own partition count (here 3 on a circuit of 2), or a
+    resumed one whose first partitions are already on disk (here only partition 1 of them)."""
+    sched = engine.scheduler
+    three = sched.add(0, seed=6, proof_id="three", partitions=range(3))
+    rest = sched.add(0, seed=6, proof_id="rest", partitions=[1])
+    order = drain(sched)
+    assert order == [("three", 0), ("three", 1), ("three", 2), ("rest", 1)]
+    assert sched.status(three).partitions == 3 and sched.status(rest).partitions == 1
+    assert sched.status(rest).state is ProofState.DONE
+    # the same statement as a whole proof's partition 1 (same seed, proof index, partition)
+    assert sched.results(rest)[0].public == sched.results(three)[1].public
+    for p in (three, rest):
+        sched.forget(p)
+    with pytest.raises(ValueError, match="no partition to prove"):
+        sched.add(0, proof_id="none", partitions=[])

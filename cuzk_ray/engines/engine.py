@@ -20,12 +20,14 @@ from .types import BatchResult
 class Engine:
     """Proves proofs of ``circuit`` with key ``pk`` as ``settings`` say (engine=ray|local)."""
 
-    def __init__(self, settings: EngineSettings, pk, cs, circuit):
+    def __init__(self, settings: EngineSettings, pk, cs, circuit, budget: HostBudget | None = None):
+        """``budget``: the host budget to reserve partitions from (the service shares one between
+        the engines of its resident keys); default a fresh one of ``settings.host_budget``."""
         self.settings, self.circuit, self.pk = settings, circuit, pk
         self.backend = settings.backend
         self.part_bytes = partition_host_bytes(circuit, pk.domain_size, settings.backend)
         check_budget(settings.host_budget, self.part_bytes, circuit.circuit_id)
-        self.budget = HostBudget(settings.host_budget)
+        self.budget = HostBudget(settings.host_budget) if budget is None else budget
         self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
         self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
         # host memory measured once the provers are up and warm (the first sample is the baseline)

@@ -82,3 +82,25 @@ def prover_metrics() -> dict:
 
     return {"gpu_busy": Counter("cuzk_gpu_busy_seconds", description="seconds the prover spent in device work",
                                 tag_keys=("backend",))}
+
+
+@lru_cache(maxsize=1)
+def service_metrics() -> dict:
+    """The proving service's ray.util.metrics objects (``cuzk_service_*``), made once per process
+    (the engine actor's): queue depth by priority, proofs by state, seconds per request phase
+    (queued, proving, total) and per key load. Per-stage seconds of the partitions are the
+    scheduler's ``cuzk_stage_seconds``."""
+    from ray.util.metrics import Gauge, Histogram
+
+    return {
+        "queue_depth": Gauge("cuzk_service_queue_depth", description="proofs accepted and not started, by priority",
+                             tag_keys=("priority",)),
+        "proofs": Gauge("cuzk_service_proofs", description="proofs in the service's store, by state",
+                        tag_keys=("state",)),
+        "request_seconds": Histogram("cuzk_service_request_seconds", description="seconds per request phase",
+                                     boundaries=STAGE_BOUNDARIES + [300, 900, 3600], tag_keys=("phase",)),
+        "key_load_seconds": Histogram("cuzk_service_key_load_seconds",
+                                      description="seconds to make a key resident (load or setup, provers ready)",
+                                      boundaries=STAGE_BOUNDARIES + [300, 900]),
+        "resident_key_bytes": Gauge("cuzk_service_resident_key_bytes", description="bytes of the resident keys"),
+    }

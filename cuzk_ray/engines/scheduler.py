@@ -27,7 +27,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from ..errors import Stalled
@@ -132,17 +132,22 @@ class Scheduler:
     # -- what the service and the jobs call ----------------------------------------------------
 
     def add(self, index: int, seed: int = 0, priority: Priority = Priority.NORMAL, proof_id: ProofId | None = None,
-            synth_fn=None) -> ProofId:
+            synth_fn=None, partitions: Sequence[int] | None = None) -> ProofId:
         """Queue the index-th proof of the circuit (witness ``seed``); returns its id (default
-        "proof-<index>"). ``synth_fn(spec)`` replaces the circuit's synthesis for this proof."""
+        "proof-<index>"). ``synth_fn(spec)`` replaces the circuit's synthesis for this proof.
+        ``partitions``: which of its partitions to prove (the service: a proof's own partition count,
+        less those already on disk after a restart); default all of ``circuit.partitions``."""
         pid = batch_proof_id(index) if proof_id is None else proof_id
+        parts = list(range(self.circuit.partitions)) if partitions is None else sorted(set(partitions))
+        if not parts:
+            raise ValueError(f"proof id {pid!r}: no partition to prove")
         with self._lock:
             if pid in self._proofs:
                 raise ValueError(f"proof id {pid!r} is already scheduled")
             request = ProofRequest(pid, index, seed, Priority(priority), self._seq, synth_fn)
             self._seq += 1
-            self._proofs[pid] = _Proof(request, self.circuit.partitions)
-            for k in range(self.circuit.partitions):
+            self._proofs[pid] = _Proof(request, len(parts))
+            for k in parts:
                 heapq.heappush(self._queue, WorkItem(request, k))
         return pid
 

@@ -180,24 +180,37 @@ def _check_curve(path, obj):
 
 
 def read_proof(path) -> Proof:
-    obj = load_json(path)
-    _check_curve(path, obj)
+    return proof_from_json(load_json(path), path)
+
+
+def proof_from_json(obj, source) -> Proof:
+    """A proof.json object (already parsed; ``source`` names it in errors) as a Proof."""
+    _check_curve(source, obj)
     for k in ("pi_a", "pi_b", "pi_c"):
         if k not in obj:
-            raise JsonFormatError(f"{path}: field {k} is missing")
-    return Proof(a=_g1_arr(path, "pi_a", obj["pi_a"]), b=_g2_arr(path, "pi_b", obj["pi_b"]),
-                 c=_g1_arr(path, "pi_c", obj["pi_c"]))
+            raise JsonFormatError(f"{source}: field {k} is missing")
+    return Proof(a=_g1_arr(source, "pi_a", obj["pi_a"]), b=_g2_arr(source, "pi_b", obj["pi_b"]),
+                 c=_g1_arr(source, "pi_c", obj["pi_c"]))
 
 
 def read_public(path) -> list[int]:
-    obj = load_json(path)
+    return public_from_json(load_json(path), path)
+
+
+def public_from_json(obj, source) -> list[int]:
+    """A public.json list (already parsed; ``source`` names it in errors) as ints."""
     if not isinstance(obj, list):
-        raise JsonFormatError(f"{path}: expected a JSON list of decimal strings")
-    return [_int(path, f"[{i}]", s, R_MOD) for i, s in enumerate(obj)]
+        raise JsonFormatError(f"{source}: expected a JSON list of decimal strings")
+    return [_int(source, f"[{i}]", s, R_MOD) for i, s in enumerate(obj)]
 
 
 def read_verification_key(path) -> VerifyingKey:
-    obj = load_json(path)
+    return verification_key_from_json(load_json(path), path)
+
+
+def verification_key_from_json(obj, source) -> VerifyingKey:
+    """A verification_key.json object (already parsed; ``source`` names it in errors)."""
+    path = source
     _check_curve(path, obj)
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:

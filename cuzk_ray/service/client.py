@@ -1,0 +1,191 @@
+"""The batch job's client mode: ``python jobs/prove.py service.url=http://HOST:PORT ...`` sends
+the batch to a running service instead of proving it, shows the same progress, and writes the
+same output contract and manifest into output_dir (outputs.OutputDir), so scripts do not change.
+
+Each proof of the batch is one request whose request_id is derived from the run (output_dir,
+circuit, seeds, the proof's number): running the same command again, or with resume=true after
+an interrupt, finds the proofs the service already has (200, the same proof_id) instead of
+proving them twice. Every partition fetched is checked against the verification key here (a
+pairing check) before it is written, as a local run checks what its provers return."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+
+from ..console import LOG_FILE, Console, Progress
+from ..engines.types import PartitionResult, batch_proof_id
+from .models import one_line
+
+TIMEOUT_S = 60  # one HTTP request
+
+
+class ServiceClient:
+    """The service's HTTP API, each answer (status, JSON); a failure to connect is one line."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url.rstrip("/"), token
+
+    def call(self, method: str, path: str, body=None) -> tuple[int, dict]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                return e.code, json.loads(raw)
+            except ValueError:
+                return e.code, {"error": one_line(raw.decode(errors="replace"), 200) or e.reason}
+        except (urllib.error.URLError, OSError) as e:
+            why = getattr(e, "reason", e)
+            raise RuntimeError(f"service.url={self.url}: cannot reach the service ({why}); is jobs/serve.py "
+                               f"running there?") from None
+
+    def expect(self, method: str, path: str, ok: tuple[int, ...], body=None) -> dict:
+        code, ans = self.call(method, path, body)
+        if code not in ok:
+            raise RuntimeError(f"service.url={self.url}: {method} {path} answered {code}: "
+                               f"{ans.get('error', ans)}")
+        return ans
+
+
+def request_circuit(cfg: dict, circuit, index: int) -> dict:
+    """The request's circuit for the index-th proof of the batch (what a local run proves)."""
+    c = cfg["circuit"]
+    if circuit.kind == "snarkjs":
+        out = {"kind": "snarkjs", "zkey": circuit.zkey, "witness": circuit.witness[index]}
+        if circuit.r1cs:
+            out["r1cs"] = circuit.r1cs
+        return out
+    return {"kind": "porep", "constraints": c["constraints"], "partitions": c["partitions"], "public": c["public"],
+            "field_share": c["field_share"], "circuit_seed": c["circuit_seed"], "shape": c.get("shape", "default"),
+            "seed": cfg["seed"], "proof": index}
+
+
+def run_tag(cfg: dict, circuit) -> str:
+    """What the batch's request ids start with: a hash of what the run proves and where it writes."""
+    what = {"output_dir": os.path.abspath(os.path.expanduser(cfg["output_dir"])), "circuit": cfg["circuit"],
+            "seed": cfg["seed"], "setup_seed": cfg["setup_seed"], "witness": list(getattr(circuit, "witness", ()))}
+    return "batch-" + hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_client(cfg: dict, console: Console, scratch: bool = False) -> int:
+    """jobs/prove.py with service.url: the batch proved by the service, written here."""
+    from ..circuits import make_circuit
+    from ..config import check_job_values
+    from ..errors import Interrupted
+    from ..outputs import OutputDir
+    from .tokens import read_token, token_path
+
+    check_job_values(cfg)
+    circuit = make_circuit(cfg["circuit"])
+    s = cfg["service"]
+    token = s.get("token") or read_token(token_path(cfg))
+    client = ServiceClient(s["url"], token)
+    code, ans = client.call("GET", "/healthz")
+    if code != 200:
+        raise RuntimeError(f"service.url={client.url}: not ready ({ans.get('error', code)})")
+    out = OutputDir.open(cfg["output_dir"], resume=cfg["resume"], overwrite=cfg["overwrite"])
+    with out:
+        console.log_to(out.path / LOG_FILE)
+        try:
+            return collect(cfg, circuit, client, out, console, scratch)
+        except KeyboardInterrupt:
+            kept = f"{len(out.entries)} verified partition(s) kept in {out.path}"
+            if out.started:
+                out.finish({}, {}, stopped="SIGINT")
+            raise Interrupted(f"{kept}; the service goes on proving the batch: rerun with resume=true to "
+                              f"collect it") from None
+
+
+def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, scratch: bool) -> int:
+    """Submit every proof, follow them, write each done proof's partitions as it comes."""
+    from ..errors import ProofFailed
+    from ..formats.native import file_sha256
+    from ..formats.snarkjs_json import proof_from_json, public_from_json, verification_key_from_json
+    from ..groth16.verifier import verify
+    from ..outputs import RunIdentity
+
+    say, t0 = console.say, time.perf_counter()
+    proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
+    names = list(circuit.proof_names() or [batch_proof_id(i) for i in range(proofs)])
+    tag, priority = run_tag(cfg, circuit), cfg["service"].get("priority", "normal")
+    ids = []
+    for i in range(proofs):
+        body = {"request_id": f"{tag}-{names[i]}", "circuit": request_circuit(cfg, circuit, i), "priority": priority}
+        ids.append(client.expect("POST", "/v1/proofs", (200, 202), body)["proof_id"])
+    say(f"service: {proofs} proof(s) x {circuit.partitions} partition(s) of {circuit.kind} sent to {client.url} "
+        f"({priority})")
+    witness_sha = {w: file_sha256(w) for w in getattr(circuit, "witness", ())}
+    bar = Progress(console, period=float(cfg.get("progress_s", 10.0)))
+    total, shown = proofs * circuit.partitions, -1
+    left, failed, key, identity = set(range(proofs)), {}, None, None
+    written, progress = 0, dict.fromkeys(range(proofs), 0)  # partitions verified, per proof
+    while left:
+        for i in sorted(left):
+            st = client.expect("GET", f"/v1/proofs/{ids[i]}", (200,))
+            progress[i] = st["partitions_done"]
+            if st["state"] in ("failed", "cancelled"):
+                failed[circuit.proof_label(i)] = st["error"] or f"{st['state']} on the service"
+                left.discard(i)
+            elif st["state"] == "done":
+                res = client.expect("GET", f"/v1/proofs/{ids[i]}/result", (200,))
+                vk = verification_key_from_json(res["verification_key"], f"{client.url} verification key")
+                if identity is None:
+                    identity = service_identity(cfg, res, vk, proofs, circuit, RunIdentity)
+                    out.start(identity, vk, len(vk.ic) - 1)
+                    key = res.get("key")
+                for k, part in enumerate(res["partitions"]):
+                    if (names[i], k) in out.entries:  # on disk already (resume)
+                        continue
+                    where = f"{client.url} proof {ids[i]} partition {k}"
+                    proof, public = proof_from_json(part["proof"], where), public_from_json(part["public"], where)
+                    if not verify(vk, public, proof):
+                        raise ProofFailed(f"{where}: the proof does not verify with the service's verification key")
+                    info = circuit.proof_info(i)
+                    if "witness" in info:
+                        info["witness_sha256"] = witness_sha[info["witness"]]
+                    out.add(PartitionResult(names[i], k, proof, public, dict(part.get("seconds") or {}),
+                                            part.get("synthesis_node"), part.get("prover_node"), True,
+                                            proof_index=i), info)
+                    written += 1
+                left.discard(i)
+        done_parts = sum(progress.values())
+        if done_parts != shown:
+            bar.update(done_parts, total)
+            shown = done_parts
+        if left:
+            time.sleep(float(cfg["service"].get("poll_s", 0.5)))
+    if identity is None:  # every proof failed: nothing proved, no key seen
+        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
+    info = {"circuit": identity.circuit_id, "key": key, "engine": "service", "service": client.url,
+            "wall_seconds": round(time.perf_counter() - t0, 3)}
+    manifest = out.finish(info, failed)
+    kind = "manifest" if manifest.name == "manifest.json" else "partial manifest (some proofs failed)"
+    where = "" if scratch else f"; {kind}: {manifest}"
+    say(f"total {time.perf_counter() - t0:.1f} s; {written} partitions proved by the service and verified here{where}")
+    if failed:
+        raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
+    return 0
+
+
+def service_identity(cfg: dict, res: dict, vk, proofs: int, circuit, run_identity):
+    """The run's identity from the service's answer (its key: development or not, and its seed),
+    refused in one line when the service proves with another key than this job would."""
+    run = res["run"]
+    insecure, setup_seed = bool(run.get("insecure_dev_setup")), run.get("setup_seed")
+    if insecure and setup_seed != cfg["setup_seed"]:
+        raise ValueError(f"service.url: the service's key was made with setup_seed={setup_seed}, this job has "
+                         f"setup_seed={cfg['setup_seed']}")
+    witness = tuple(circuit.witness) if circuit.kind == "snarkjs" else ()
+    return run_identity.for_key(vk, run["circuit_id"], cfg["seed"], proofs, circuit.partitions, witness, insecure,
+                                setup_seed)

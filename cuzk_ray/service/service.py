@@ -1,0 +1,613 @@
+"""The proving service's core, owned by the engine actor (engine_actor.py): the durable store,
+the resident keys and their engines, and the one loop thread that drives their schedulers.
+
+    handlers (any thread)  submit / proof / result / cancel / status / preload / evict / health
+                           -> a Reply; a request is in the store (committed) before it is answered
+    loop thread            recover the store's queued and running proofs; preload the config's key;
+                           then: feed accepted proofs to their keys' schedulers in global order
+                           (priority, then arrival), loading a key when the next proof needs one
+                           (in a thread of its own, one key at a time; idle keys evicted
+                           least-recently-used under service.key_budget);
+                           step each busy scheduler; write each verified partition into
+                           output_dir/<proof_id>/ (outputs.OutputDir); finish proofs (manifest
+                           last, then the store)
+
+Order across keys: a proof is handed to its key's scheduler only when every proof before it (by
+priority, then arrival) has been; the head of the queue waiting for its key to load (room under
+the budget is made when busy keys drain) holds back the proofs behind it. Each scheduler orders
+what it was handed by (priority, arrival, partition); the engines of different keys run side by
+side on their own prover actors and share one host budget.
+
+Ray is not imported here: the engines import it (engines.ray_executor), the actor wraps this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engines.admission import HostBudget, parse_bytes
+from ..engines.settings import EngineSettings
+from ..engines.types import ProofState
+from ..errors import user_errors
+from ..formats.native import file_sha256
+from ..formats.snarkjs_json import load_json
+from ..outputs import MANIFEST, OutputDir, RunIdentity
+from .keys import KeyRing, ResidentKey, estimate_bytes, key_id, make_resident
+from .models import (
+    FILE_KEYS,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    ProofRecord,
+    Reply,
+    SubmitRequest,
+    one_line,
+    parse_circuit,
+    parse_key_request,
+    parse_submit,
+)
+from .store import Store
+
+log = logging.getLogger("cuzk_ray.service")
+
+IDLE_WAIT_S = 0.2  # the loop's wait with nothing to step (a submission wakes it at once)
+STEP_S = 0.2  # a scheduler's step timeout with one busy key (shorter with several: each gets a turn)
+METRICS_S = 1.0
+
+
+@dataclass(frozen=True)
+class ServicePaths:
+    """Where the service keeps its state and results, and what requests may name."""
+
+    db: Path
+    output_dir: Path
+    input_roots: tuple[Path, ...]
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> ServicePaths:
+        s, cache = cfg["service"], Path(os.path.expanduser(cfg["cache_dir"]))
+        db = Path(os.path.expanduser(s["db"])) if s.get("db") else cache / "service" / "service.db"
+        out = Path(os.path.expanduser(s["output_dir"])) if s.get("output_dir") else cache / "service" / "proofs"
+        roots = s.get("input_roots") or [str(cache), os.getcwd()]
+        return cls(db.absolute(), out.absolute(), tuple(Path(os.path.realpath(os.path.expanduser(r))) for r in roots))
+
+    def confined(self, path: str) -> bool:
+        """Whether ``path`` (symlinks resolved) lies under one of the input roots."""
+        real = Path(os.path.realpath(path))
+        return any(real == r or r in real.parents for r in self.input_roots)
+
+
+def service_settings(cfg: dict) -> EngineSettings:
+    """The engine settings of the job's config, on Ray (the service's engines are Ray engines)."""
+    settings = EngineSettings.from_config(cfg)
+    if settings.engine == "local":
+        raise ValueError("engine=local: the service proves on Ray (engine=ray or auto)")
+    return dataclasses.replace(settings, engine="ray")
+
+
+@dataclass
+class Fed:
+    """A proof handed to its key's scheduler, with its open output directory."""
+
+    record: ProofRecord
+    key_id: str
+    out: OutputDir
+    state: ProofState = ProofState.QUEUED
+    info: dict = field(default_factory=dict)  # the entries' circuit fields (snarkjs: the witness and its SHA-256)
+
+
+class ProvingService:
+    """The service (see the module docstring); ``cfg``: the job's config as a plain dict."""
+
+    def __init__(self, cfg: dict):
+        self.cfg = cfg
+        self.settings = service_settings(cfg)
+        self.paths = ServicePaths.from_config(cfg)
+        self.paths.output_dir.mkdir(parents=True, exist_ok=True)
+        self.store = Store(self.paths.db)
+        self.keys = KeyRing(parse_bytes(cfg["service"].get("key_budget"), "service.key_budget"))
+        self.budget = HostBudget(self.settings.host_budget)
+        self.metrics = None  # ray.util.metrics objects, made in the loop thread (the actor's process)
+        self.ready, self.phase, self.start_error = False, "recovering the store", None
+        self.key_errors: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._pending: list[tuple[int, int, str]] = []  # heap of (priority, seq, proof_id): accepted, not fed
+        self._records: dict[str, ProofRecord] = {}  # the pending proofs' records
+        self._fed: dict[str, Fed] = {}
+        self._loads: list[tuple[str, dict]] = []  # preloads asked for: (key_id, circuit)
+        self._loading: str | None = None  # the key being made resident (one at a time, in its own thread)
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cuzk-service-loop", daemon=True)
+        self._last_metrics = 0.0
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the loop, close the output directories (their journals hold every verified
+        partition: a restart resumes them) and stop every engine's provers."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=60)
+        with self._lock:
+            for f in self._fed.values():
+                f.out.close()
+            self._fed.clear()
+            for kid in list(self.keys.keys):
+                self._evict(kid, "service stopping")
+        self.store.close()
+
+    def health(self) -> Reply:
+        if self.ready:
+            return Reply(200, {"status": "ok"})
+        if self.start_error:
+            return Reply(503, {"error": f"not ready: {self.start_error}"})
+        return Reply(503, {"error": f"starting: {self.phase}"})
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    def submit(self, body) -> Reply:
+        """POST /v1/proofs."""
+        req = parse_submit(body, self.cfg)
+        req = dataclasses.replace(req, circuit=self._resolved(req.circuit))
+        earlier = self.store.by_request(req.request_id)
+        if earlier is None:
+            kid, partitions = self._check_inputs(req.circuit)  # reads files: not under the lock
+            with self._lock:
+                rec = self.store.insert(uuid.uuid4().hex, req, kid, partitions)  # committed: now acknowledged
+                if rec is not None:
+                    self._enqueue(rec)
+            if rec is not None:
+                log.info("proof %s request %s: accepted (%s, %s, %d partition(s))", rec.proof_id, rec.request_id,
+                         req.priority.name.lower(), kid, partitions)
+                self._wake.set()
+                return Reply(202, {"proof_id": rec.proof_id, "state": rec.state.value})
+            earlier = self.store.by_request(req.request_id)  # the same request_id, accepted meanwhile
+        return self._same_request(earlier, req)
+
+    def _same_request(self, earlier: ProofRecord, req: SubmitRequest) -> Reply:
+        if earlier.body_sha256 != req.body_sha256:
+            raise Conflict(f"request_id {req.request_id!r} was accepted with another body (proof "
+                           f"{earlier.proof_id}); use a new request_id for another proof")
+        return Reply(200, {"proof_id": earlier.proof_id, "state": earlier.state.value})
+
+    def proof(self, proof_id: str) -> Reply:
+        """GET /v1/proofs/{proof_id}."""
+        return Reply(200, self._record(proof_id).view())
+
+    def result(self, proof_id: str) -> Reply:
+        """GET /v1/proofs/{proof_id}/result: the partitions' files, from output_dir (also after a restart)."""
+        rec = self._record(proof_id)
+        if rec.state is not ProofState.DONE:
+            raise Conflict(f"proof {proof_id} is {rec.state.value}: its result is there once it is done")
+        d = self.paths.output_dir / proof_id
+        if not (d / MANIFEST).is_file():
+            raise Gone(f"proof {proof_id} is done but {d / MANIFEST} is gone (its results were removed)")
+        manifest = load_json(d / MANIFEST)
+        entries = sorted(manifest["proofs"], key=lambda e: e["partition"])
+        parts = [{"proof": load_json(d / e["proof"]), "public": load_json(d / e["public"]), "seconds": e["seconds"],
+                  "synthesis_node": e["synthesis_node"], "prover_node": e["prover_node"]} for e in entries]
+        return Reply(200, {"partitions": parts, "verification_key": load_json(d / manifest["verification_key"]),
+                           "run": manifest["run"], "key": manifest.get("key")})
+
+    def cancel(self, proof_id: str) -> Reply:
+        """DELETE /v1/proofs/{proof_id}: a queued proof is dropped; a running one gets no more
+        partitions submitted and the ones in flight are discarded as they come back."""
+        with self._lock:
+            rec = self._record(proof_id)
+            if rec.state is ProofState.CANCELLED:
+                return Reply(200, {"state": ProofState.CANCELLED.value})
+            if rec.finished_state:
+                raise Conflict(f"proof {proof_id} is {rec.state.value}: only a queued or running proof can be "
+                               f"cancelled")
+            if proof_id in self._records:  # not handed to an engine yet
+                del self._records[proof_id]
+                self._pending = [p for p in self._pending if p[2] != proof_id]
+                heapq.heapify(self._pending)
+            elif proof_id in self._fed:
+                f = self._fed[proof_id]
+                sched = self.keys.keys[f.key_id].engine.scheduler
+                if sched.cancel(proof_id) is ProofState.DONE:  # its last partition verified just now
+                    raise Conflict(f"proof {proof_id} is done: only a queued or running proof can be cancelled")
+                sched.forget(proof_id)
+                del self._fed[proof_id]
+                f.out.finish(self._info(f), {}, stopped="cancelled")
+                f.out.close()
+            self.store.set_state(proof_id, ProofState.CANCELLED)
+            self._log_change(self.store.get(proof_id), rec.state)
+        return Reply(200, {"state": ProofState.CANCELLED.value})
+
+    def status(self) -> Reply:
+        """GET /v1/status."""
+        with self._lock:
+            provers = []
+            for rk in self.keys.keys.values():
+                load = rk.engine.executor.load
+                for i, info in enumerate(rk.engine.prover_info):
+                    provers.append({"key_id": rk.key_id, "node": info.get("node_id"), "pid": info.get("pid"),
+                                    "backend": info.get("backend"), "gpu": info.get("gpu_ids", []),
+                                    "busy": load[i] > 0, "in_flight": load[i]})
+            keys = [rk.view() for rk in self.keys.keys.values()]
+            body = {"ready": self.ready, "engine": {"pid": os.getpid(), "db": str(self.paths.db)},
+                    "queue": self.store.queued_by_priority(), "proofs": self.store.counts(),
+                    "provers": provers, "keys": keys, "key_bytes": self.keys.nbytes, "key_budget": self.keys.budget,
+                    "host": {"reserved": self.budget.reserved, "budget": self.budget.limit},
+                    "loading": self._loading, "key_errors": dict(self.key_errors)}
+        return Reply(200, body)
+
+    def preload(self, body) -> Reply:
+        """POST /v1/keys: make a key resident (in the loop thread; /v1/status shows it once there)."""
+        circuit = self._resolved(parse_key_request(body, self.cfg))
+        kid, _ = self._check_inputs(circuit, key_only=True)
+        with self._lock:
+            if self.keys.get(kid) is not None:
+                return Reply(200, {"key_id": kid, "state": "resident"})
+            self.key_errors.pop(kid, None)
+            self._loads.append((kid, circuit))
+        self._wake.set()
+        return Reply(202, {"key_id": kid, "state": "loading"})
+
+    def evict(self, kid: str) -> Reply:
+        """DELETE /v1/keys/{key_id}: stop its provers and drop it (409 while proofs use it)."""
+        with self._lock:
+            if kid not in self.keys.keys:
+                raise NotFound(f"key {kid!r} is not resident")
+            busy = [f.record.proof_id for f in self._fed.values() if f.key_id == kid]
+            if busy:
+                raise Conflict(f"key {kid} has {len(busy)} proof(s) running (e.g. {busy[0]}): cancel them or wait")
+            self._evict(kid, "asked for")
+        return Reply(200, {"key_id": kid, "state": "evicted"})
+
+    # -- checks --------------------------------------------------------------------------------
+
+    def _record(self, proof_id: str) -> ProofRecord:
+        rec = self.store.get(proof_id)
+        if rec is None:
+            raise NotFound(f"no proof {proof_id!r}")
+        return rec
+
+    def _resolved(self, circuit: dict) -> dict:
+        """Paths made absolute (from the service's working directory) before they are hashed and stored."""
+        return {k: (os.path.abspath(os.path.expanduser(v)) if k in FILE_KEYS and isinstance(v, str) else v)
+                for k, v in circuit.items()}
+
+    def _check_inputs(self, circuit: dict, key_only: bool = False) -> tuple[str, int]:
+        """(key id, partitions) of a request's circuit: paths inside service.input_roots (else
+        Forbidden), files readable and well formed, sizes accepted (else Invalid, in the job's words)."""
+        for k in FILE_KEYS:
+            path = circuit.get(k)
+            if path and not self.paths.confined(path):
+                roots = ", ".join(str(r) for r in self.paths.input_roots)
+                raise Forbidden(f"circuit.{k}={path}: outside service.input_roots ({roots})")
+        try:
+            kid = key_id(circuit, self.cfg["setup_seed"])
+            if circuit["kind"] == "porep":
+                from ..circuits import PorepCircuit
+
+                return kid, PorepCircuit.from_config(circuit).partitions
+            check_snarkjs_files(circuit, key_only)
+            return kid, 1
+        except (*user_errors(), OSError) as e:
+            raise Invalid(one_line(_message(e))) from None
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._recover()
+            if self.cfg["service"].get("preload", True):
+                self.phase = "loading the config's key"
+                circuit = self._resolved(parse_circuit(config_circuit(self.cfg), self.cfg, key_only=True))
+                kid, _ = self._check_inputs(circuit, key_only=True)
+                self._make_resident(kid, circuit)
+            self.ready, self.phase = True, "ready"
+            log.info("service ready: %d key(s) resident, %d proof(s) to complete", len(self.keys.keys),
+                     len(self._pending))
+        except Exception as e:  # noqa: BLE001  /healthz says why (one line) and the loop still serves
+            self.start_error = one_line(_message(e))
+            log.error("service start failed: %s", self.start_error)
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001  a bug: logged with its traceback, the loop goes on
+                log.exception("service loop")
+                time.sleep(1.0)
+
+    def _recover(self) -> None:
+        """The store's queued and running proofs, back in the queue (a running one resumes from
+        its output directory's journal)."""
+        todo = self.store.unfinished()
+        with self._lock:
+            for rec in todo:
+                self._enqueue(rec)
+        if todo:
+            running = sum(r.state is ProofState.RUNNING for r in todo)
+            log.info("store %s: %d queued and %d running proof(s) to complete", self.paths.db,
+                     len(todo) - running, running)
+
+    def _enqueue(self, rec: ProofRecord) -> None:
+        self._records[rec.proof_id] = rec
+        heapq.heappush(self._pending, (int(rec.priority), rec.seq, rec.proof_id))
+
+    def _tick(self) -> None:
+        self._do_loads()
+        self._feed()
+        with self._lock:
+            busy = {f.key_id for f in self._fed.values()}
+            active = [rk for kid, rk in self.keys.keys.items() if kid in busy]
+        self._publish_metrics()
+        if not active:
+            self._wake.wait(IDLE_WAIT_S)
+            self._wake.clear()
+            return
+        timeout = STEP_S if len(active) == 1 else STEP_S / 4
+        for rk in active:
+            res = rk.engine.scheduler.step(timeout)
+            with self._lock:
+                if res is not None:
+                    self._written(res)
+                self._sync(rk)
+
+    def _do_loads(self) -> None:
+        """Start the next preload asked for (POST /v1/keys), unless a key is loading already."""
+        with self._lock:
+            while self._loads and self._loading is None:
+                kid, circuit = self._loads.pop(0)
+                if kid not in self.keys.keys:
+                    self._load_async(kid, circuit)
+
+    def _load_async(self, kid: str, circuit: dict) -> None:
+        """Make ``kid`` resident in a thread of its own, one key at a time (under the lock): the
+        loop goes on stepping the other keys' schedulers meanwhile (a 2^27 key takes tens of
+        seconds: its mapping, the provers' start and upload)."""
+        self._loading = kid
+        threading.Thread(target=self._load_worker, args=(kid, circuit), name="cuzk-key-load", daemon=True).start()
+
+    def _load_worker(self, kid: str, circuit: dict) -> None:
+        try:
+            self._make_resident(kid, circuit)
+        except Exception as e:  # noqa: BLE001  /v1/status says why; the proofs waiting for it fail with it
+            why = one_line(_message(e))
+            self.key_errors[kid] = why
+            log.error("key %s: %s", kid, why)
+            self._fail_pending(kid, why)
+        finally:
+            with self._lock:
+                self._loading = None
+            self._wake.set()
+
+    def _make_resident(self, kid: str, circuit: dict) -> ResidentKey:
+        """Load a key, evicting idle keys least-recently-used first so that it fits the budget;
+        a key that cannot fit (with every idle key evicted) is refused in one line."""
+        with self._lock:
+            busy = {f.key_id for f in self._fed.values()}
+            est = estimate_bytes(circuit)
+            victims = self.keys.victims(est, busy)
+            if victims is None:
+                raise RuntimeError(self._no_room(kid, est, busy))
+            for v in victims:
+                self._evict(v, f"least recently used: room for {kid}")
+        rk = make_resident(kid, circuit, self.settings, self.cfg, self.budget)
+        if self._metrics():
+            self.metrics["key_load_seconds"].observe(rk.load_seconds)
+        with self._lock:
+            if self._stop.is_set():  # stopped while it loaded: its provers go too
+                rk.engine.shutdown()
+                raise RuntimeError("the service is stopping")
+            busy = {f.key_id for f in self._fed.values()}  # (proofs of other keys were fed meanwhile)
+            self.keys.add(rk)
+            victims = self.keys.victims(0, busy, keep=kid)  # the real size may be above the estimate
+            if victims is None:
+                self._evict(kid, "above service.key_budget")
+                raise RuntimeError(self._no_room(kid, rk.nbytes, busy))
+            for v in victims:
+                self._evict(v, f"least recently used: room for {kid}")
+        return rk
+
+    def _no_room(self, kid: str, need: int, busy: set) -> str:
+        return (f"key {kid} needs {need} B and service.key_budget={self.keys.budget} B cannot hold it"
+                + (f" beside the busy key(s) {', '.join(sorted(busy))}" if busy else ""))
+
+    def _evict(self, kid: str, why: str) -> None:
+        rk = self.keys.pop(kid)
+        if rk is not None:
+            rk.engine.shutdown()
+            log.info("key %s evicted (%s)", kid, why)
+
+    def _feed(self) -> None:
+        """Hand accepted proofs to their keys' schedulers, in order (see the module docstring)."""
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                rec = self._records[self._pending[0][2]]
+                rk = self.keys.get(rec.key_id)
+                if rk is not None:
+                    heapq.heappop(self._pending)
+                    del self._records[rec.proof_id]
+                    self._start(rec, rk)
+                    continue
+                if self._loading is not None:
+                    return  # a key loads (this one, or a preload): the queue waits behind its head
+                busy = {f.key_id for f in self._fed.values()}
+                if self.keys.victims(estimate_bytes(rec.circuit), busy) is None and busy:
+                    return  # room is made when the busy keys drain: the queue waits behind its head
+                self._load_async(rec.key_id, rec.circuit)  # (one that cannot fit fails its proofs there)
+                return
+
+    def _fail_pending(self, kid: str, why: str) -> None:
+        with self._lock:
+            for pid in [p for p, r in self._records.items() if r.key_id == kid]:
+                rec = self._records.pop(pid)
+                self.store.set_state(pid, ProofState.FAILED, f"key {kid}: {why}")
+                self._log_change(self.store.get(pid), rec.state)
+            self._pending = [p for p in self._pending if p[2] in self._records]
+            heapq.heapify(self._pending)
+
+    def _start(self, rec: ProofRecord, rk: ResidentKey) -> None:
+        """Open the proof's output directory (resumed: partitions in its journal are not proved
+        again) and add the rest to the key's scheduler."""
+        c, pid = rec.circuit, rec.proof_id
+        witness, out = ((c["witness"],) if c["kind"] == "snarkjs" else ()), None
+        try:
+            out = OutputDir.open(self.paths.output_dir / pid, resume=True)
+            identity = RunIdentity.for_key(rk.pk.vk, rk.circuit.circuit_id, c.get("seed", 0), 1, rec.partitions,
+                                           witness, rk.insecure, rk.setup_seed)
+            out.start(identity, rk.pk.vk, rk.pk.n_public)
+            info = {"witness": c["witness"], "witness_sha256": file_sha256(c["witness"])} if witness else {}
+        except (*user_errors(), OSError) as e:  # output_dir unusable, a witness file gone since
+            if out is not None:
+                out.close()
+            self.store.set_state(pid, ProofState.FAILED, one_line(_message(e)))
+            self._log_change(self.store.get(pid), rec.state)
+            return
+        f = Fed(rec, rk.key_id, out, rec.state, info)
+        self._fed[pid] = f
+        left = [k for k in range(rec.partitions) if (pid, k) not in out.entries]
+        if out.entries:
+            log.info("proof %s: %d of %d partition(s) already on disk (%s), proving %d", pid, len(out.entries),
+                     rec.partitions, out.path, len(left))
+        if not left:
+            self._finish(f, ProofState.DONE)
+            return
+        if c["kind"] == "snarkjs":
+            index = rec.seq
+            rk.circuit.witness_of[index] = c["witness"]
+        else:
+            index = c["proof"]
+        rk.engine.scheduler.add(index, c.get("seed", 0), rec.priority, proof_id=pid, partitions=left)
+
+    def _written(self, res) -> None:
+        """A verified partition: its files and journal line, then the store's count."""
+        f = self._fed.get(res.proof_id)
+        if f is None:  # cancelled meanwhile
+            return
+        f.out.add(dataclasses.replace(res, proof_index=0), f.info)
+        entries = [e for (p, _k), e in f.out.entries.items() if p == res.proof_id]
+        timings: dict[str, float] = {}
+        for e in entries:
+            for st, sec in e.seconds.items():
+                timings[st] = round(timings.get(st, 0.0) + sec, 6)
+        self.store.set_progress(res.proof_id, len(entries), timings)
+
+    def _sync(self, rk: ResidentKey) -> None:
+        """Follow the scheduler's states of this key's proofs into the store (and the log)."""
+        sched = rk.engine.scheduler
+        for pid, f in list(self._fed.items()):
+            if f.key_id != rk.key_id:
+                continue
+            st = sched.status(pid)
+            if st.state is ProofState.RUNNING and f.state is ProofState.QUEUED:
+                self.store.set_state(pid, ProofState.RUNNING)
+                self._log_change(self.store.get(pid), f.state)
+                f.state = ProofState.RUNNING
+            elif st.state in (ProofState.DONE, ProofState.FAILED):
+                sched.forget(pid)
+                self._finish(f, st.state, st.error)
+
+    def _finish(self, f: Fed, state: ProofState, error: str | None = None) -> None:
+        """The manifest first (manifest.json when done), then the store."""
+        pid = f.record.proof_id
+        self._fed.pop(pid, None)
+        try:
+            f.out.finish(self._info(f), {pid: error} if state is ProofState.FAILED else {})
+        except (*user_errors(), OSError) as e:
+            state, error = ProofState.FAILED, f"output_dir: {one_line(_message(e))}"
+        finally:
+            f.out.close()
+        self.store.set_state(pid, state, error)
+        self._log_change(self.store.get(pid), f.state)
+
+    def _info(self, f: Fed) -> dict:
+        rk = self.keys.keys.get(f.key_id)
+        return {"circuit": rk.circuit.circuit_id if rk else None, "key": rk.source if rk else None,
+                "engine": "service", "proof_id": f.record.proof_id, "request_id": f.record.request_id}
+
+    def _log_change(self, rec: ProofRecord, before: ProofState) -> None:
+        """One line per state change, with the request's timings so far."""
+        parts = [f"proof {rec.proof_id} request {rec.request_id}: {before.value} -> {rec.state.value}"]
+        if rec.started and before is ProofState.QUEUED:
+            parts.append(f"queued {rec.started - rec.created:.2f} s")
+            self._observe("queued", rec.started - rec.created)
+        if rec.finished:
+            parts.append(f"total {rec.finished - rec.created:.2f} s, {rec.partitions_done}/{rec.partitions} "
+                         f"partition(s)")
+            self._observe("total", rec.finished - rec.created)
+            if rec.started:
+                self._observe("proving", rec.finished - rec.started)
+        if rec.timings:
+            parts.append("stages " + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(rec.timings.items())))
+        if rec.error:
+            parts.append(f"error: {rec.error}")
+        log.info("; ".join(parts))
+
+    # -- metrics -------------------------------------------------------------------------------
+
+    def _metrics(self) -> bool:
+        if self.metrics is None:
+            try:
+                from ..engines.metrics import service_metrics
+
+                self.metrics = service_metrics()
+            except Exception:  # noqa: BLE001  no Ray metrics here (the core driven without Ray)
+                self.metrics = {}
+        return bool(self.metrics)
+
+    def _observe(self, phase: str, seconds: float) -> None:
+        if self._metrics():
+            self.metrics["request_seconds"].observe(max(0.0, seconds), tags={"phase": phase})
+
+    def _publish_metrics(self) -> None:
+        now = time.monotonic()
+        if now - self._last_metrics < METRICS_S or not self._metrics():
+            return
+        self._last_metrics = now
+        for pr, n in self.store.queued_by_priority().items():
+            self.metrics["queue_depth"].set(n, tags={"priority": pr})
+        for st, n in self.store.counts().items():
+            self.metrics["proofs"].set(n, tags={"state": st})
+        self.metrics["resident_key_bytes"].set(self.keys.nbytes)
+
+
+def config_circuit(cfg: dict) -> dict:
+    """The service config's own circuit as a request's circuit (what service.preload loads)."""
+    c = cfg["circuit"]
+    if c.get("kind", "porep") == "snarkjs":
+        return {"kind": "snarkjs", "zkey": c.get("zkey"), "r1cs": c.get("r1cs")}
+    return {"kind": "porep"}
+
+
+def check_snarkjs_files(circuit: dict, key_only: bool) -> None:
+    """The files of a snarkjs request, read as the batch job reads them (errors name the file):
+    the zkey's headers, the witness (its wire count against the zkey's), the r1cs's header."""
+    from ..formats.snarkjs import read_r1cs, read_wtns, read_zkey_sizes
+
+    z = read_zkey_sizes(circuit["zkey"])
+    if not key_only:
+        read_wtns(circuit["witness"], z.n_vars)
+    if circuit.get("r1cs"):
+        cs = read_r1cs(circuit["r1cs"])
+        if (cs.n_wires, cs.n_public) != (z.n_vars, z.n_public):
+            raise ValueError(f"{circuit['r1cs']}: {cs.n_wires} wires and {cs.n_public} public inputs, the zkey "
+                             f"{circuit['zkey']} has {z.n_vars} and {z.n_public}: not this key's circuit")
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename:
+        return f"{e.filename}: {e.strerror or e}"
+    return str(e) or type(e).__name__
+
+
+__all__ = ["ProvingService", "ServicePaths", "service_settings"]

@@ -1,0 +1,129 @@
+"""Durability of the service (issue 16): a `ray start` cluster and `jobs/serve.py` on it, a batch
+submitted, both process groups killed with SIGKILL mid-batch, both started again on the same
+db: every accepted proof completed and verified by snarkjs, the proof done before the kill still
+answers (its files untouched), the cancelled one stays cancelled, and no partition is proved twice
+into the results (a proof cut short resumes from its journal)."""
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from cluster import LocalCluster
+from conftest import snarkjs_verify
+from service import ServiceProcess
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+P = 4  # partitions per proof
+SMALL = {"kind": "porep", "constraints": 256, "partitions": P}
+
+
+def start(tmp, cache, name):
+    cluster = LocalCluster(tmp / name, nodes=1, cpus=4)
+    svc = ServiceProcess(tmp, f"ray.address={cluster.address}", "pw=1", "circuit.constraints=256",
+                         f"circuit.partitions={P}", cache=cache, log_name=f"serve-{name}.log")
+    return cluster, svc
+
+
+def kill_all(cluster, svc, workers):
+    """SIGKILL: the cluster's process groups and its worker processes (the engine actor and the
+    provers: Ray starts workers outside the `ray start` process group, and they outlive their
+    raylet for a while), and the service's process group; returns once every one is gone."""
+    for pid in workers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for p in cluster.procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    svc.signal(signal.SIGKILL)
+    svc.kill()
+    cluster.stop()
+    deadline = time.time() + 30
+    while any(alive(p) for p in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in workers)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie is gone
+
+
+def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path, snarkjs):
+    cache = tmp_path / "cache"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    cluster, svc = start(tmp_path, cache, "one")
+    workers = []
+    try:
+        svc.wait_ready()
+        st = svc.request("GET", "/v1/status")[1]
+        workers = [st["engine"]["pid"], *(p["pid"] for p in st["provers"])]
+        before = svc.submit("restart-done", dict(SMALL, seed=1))
+        svc.wait_state(before)
+        batch = [svc.submit(f"restart-{i}", dict(SMALL, seed=10 + i)) for i in range(5)]
+        cancelled = svc.submit("restart-cancelled", dict(SMALL, seed=99), priority="low")
+        assert svc.request("DELETE", f"/v1/proofs/{cancelled}")[0] == 200
+        deadline = time.time() + 120
+        while time.time() < deadline:  # mid-batch: some partitions done, one proof cut in the middle
+            states = [svc.request("GET", f"/v1/proofs/{p}")[1] for p in batch]
+            done = sum(s["partitions_done"] for s in states)
+            # two or more left: with pw=1 at most one more partition can finish before the kill lands
+            if done >= P + 1 and any(1 <= s["partitions_done"] <= P - 2 for s in states):
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"no proof seen mid-way: {states}")
+        assert done < 5 * P, "the batch finished before the kill"
+    finally:
+        kill_all(cluster, svc, workers)
+    results = cache / "service" / "proofs"
+    kept = (results / before / "journal.jsonl").read_bytes()
+    on_disk = {p: len((results / p / "journal.jsonl").read_text().splitlines()) - 1
+               for p in batch if (results / p / "journal.jsonl").exists()}
+    assert any(0 < n < P for n in on_disk.values()), on_disk  # a proof cut short, its partitions on disk
+
+    cluster, svc = start(tmp_path, cache, "two")
+    try:
+        svc.wait_ready()
+        for p in batch:
+            assert svc.wait_state(p, timeout=180)["partitions_done"] == P
+        assert svc.request("GET", f"/v1/proofs/{cancelled}")[1]["state"] == "cancelled"
+        assert svc.request("GET", f"/v1/proofs/{cancelled}/result")[0] == 409
+        assert svc.request("GET", f"/v1/proofs/{before}")[1]["state"] == "done"
+        assert (results / before / "journal.jsonl").read_bytes() == kept  # not proved again
+        # the same request again after the restart: the same proof, not a second one
+        assert svc.request("POST", "/v1/proofs", {"request_id": "restart-0", "circuit": dict(SMALL, seed=10)}) == (
+            200, {"proof_id": batch[0], "state": "done"})
+        for p in [before, *batch]:
+            code, res = svc.request("GET", f"/v1/proofs/{p}/result")
+            assert code == 200 and len(res["partitions"]) == P
+            vk = tmp_path / "vk.json"
+            vk.write_text(json.dumps(res["verification_key"]))
+            for k, part in enumerate(res["partitions"]):
+                (tmp_path / "public.json").write_text(json.dumps(part["public"]))
+                (tmp_path / "proof.json").write_text(json.dumps(part["proof"]))
+                assert snarkjs_verify(snarkjs, vk, tmp_path / "public.json", tmp_path / "proof.json"), (p, k)
+            # nothing proved twice into the results: one journal line and one manifest entry per partition
+            lines = (results / p / "journal.jsonl").read_text().splitlines()[1:]
+            assert sorted(json.loads(x)["partition"] for x in lines) == list(range(P)), (p, lines)
+            manifest = json.loads((results / p / "manifest.json").read_text())
+            assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == list(range(P))
+        resumed = [p for p, n in on_disk.items() if 0 < n < P]
+        text = svc.text()
+        said = [f"proof {p}: {on_disk[p]} of {P} partition(s) already on disk" for p in resumed]
+        assert any(line in text for line in said), text[-3000:]
+        assert "queued and" in text and "running proof(s) to complete" in text
+    finally:
+        assert svc.stop() == 0, svc.text()[-3000:]
+        cluster.stop()
