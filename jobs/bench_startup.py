@@ -2,6 +2,7 @@
 installed (default engine=auto) vs engine=local vs engine=ray, 1 and 10 witnesses per size.
 
     python jobs/bench_startup.py [--k 10,12,14] [--rounds 3] [--cache-dir DIR] [--json FILE]
+                                 [--tools snarkjs,default,local,ray]
 
 Artefacts per size (circuit, zkey, witness) are jobs/bench_snarkjs.py's, made and cached by it
 under ``<cache-dir>/k<k>/`` (a size whose powers of tau are not cached is made here: about an hour
@@ -127,7 +128,7 @@ TOOLS = [("snarkjs", None), ("cuzk-ray (default)", "default"), ("cuzk-ray engine
          ("cuzk-ray engine=ray", "ray")]
 
 
-def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str) -> dict:
+def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, tools=TOOLS) -> dict:
     meta = bs.ensure_artefacts(cache, k, snarkjs, circom)
     ws = batch_witnesses(meta, snarkjs)
     times: dict[str, list[float]] = {}
@@ -135,7 +136,7 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str) -> d
         r = Runner(meta, snarkjs, Path(tmp), ws)
         r.cuzk_run(1, "local")  # the zkey's conversion, cached; numba's kernels: not in the rounds
         for rnd in range(rounds):
-            order = TOOLS if rnd % 2 == 0 else TOOLS[::-1]
+            order = tools if rnd % 2 == 0 else tools[::-1]
             for name, engine in order:
                 for count in (1, BATCH):
                     if name == "snarkjs":
@@ -153,14 +154,16 @@ def table(results: list[dict], ray_rows: dict) -> str:
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         for count in (1, BATCH):
-            m = {name: r["median"][f"{name}|{count}"] for name, _ in TOOLS}
-            lines.append(f"| 2^{r['k']} | {count} | {m['snarkjs']:.2f} | {m['cuzk-ray (default)']:.2f} | "
-                         f"{m['snarkjs'] / m['cuzk-ray (default)']:.2f}x | {m['cuzk-ray engine=local']:.2f} | "
-                         f"{m['cuzk-ray engine=ray']:.2f} |")
-    lines.append("")
-    lines.append(f"embedded Ray alone (init + one actor + shutdown, whole process, median): "
-                 f"{ray_rows['plain']:.2f} s; shipping the package too (runtime_env py_modules): "
-                 f"{ray_rows['shipped']:.2f} s")
+            m = {name: r["median"].get(f"{name}|{count}") for name, _ in TOOLS}
+            cell = {name: "-" if v is None else f"{v:.2f}" for name, v in m.items()}  # a tool left out
+            lines.append(f"| 2^{r['k']} | {count} | {cell['snarkjs']} | {cell['cuzk-ray (default)']} | "
+                         f"{m['snarkjs'] / m['cuzk-ray (default)']:.2f}x | {cell['cuzk-ray engine=local']} | "
+                         f"{cell['cuzk-ray engine=ray']} |")
+    if ray_rows:
+        lines.append("")
+        lines.append(f"embedded Ray alone (init + one actor + shutdown, whole process, median): "
+                     f"{ray_rows['plain']:.2f} s; shipping the package too (runtime_env py_modules): "
+                     f"{ray_rows['shipped']:.2f} s")
     return "\n".join(lines)
 
 
@@ -170,18 +173,27 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cache-dir", default="~/.cache/cuzk-ray/bench-snarkjs")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--tools", default="snarkjs,default,local,ray",
+                    help="which of snarkjs,default,local,ray to time (snarkjs and default are always in: "
+                         "their ratio is the table's); without ray, Ray's start-up alone is not timed either")
     args = ap.parse_args(argv)
+    wanted = set(args.tools.split(",")) | {"snarkjs", "default"}
+    unknown = wanted - {"snarkjs", "default", "local", "ray"}
+    if unknown:
+        ap.error(f"--tools: unknown {sorted(unknown)} (snarkjs, default, local, ray)")
+    tools = [t for t in TOOLS if (t[1] or "snarkjs") in wanted]
     cache = Path(args.cache_dir).expanduser()
     snarkjs, circom = bs.tools()
     bs.log(f"nproc {os.cpu_count()}; load {bs.loadavg()}; {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
-    ray_runs = {"plain": [], "shipped": []}
-    for _ in range(args.rounds):
+    ray_runs = {"plain": [], "shipped": []} if "ray" in wanted else {}
+    for _ in range(args.rounds if ray_runs else 0):
         for kind in ("plain", "shipped"):
             ray_runs[kind].append(round(ray_init_s(kind == "shipped"), 3))
-    bs.log(f"  ray.init alone: {ray_runs}")
+    if ray_runs:
+        bs.log(f"  ray.init alone: {ray_runs}")
     results = []
     for k in [int(x) for x in args.k.split(",") if x.strip()]:
-        results.append(bench_size(cache, k, args.rounds, snarkjs, circom))
+        results.append(bench_size(cache, k, args.rounds, snarkjs, circom, tools))
         if args.json:
             Path(args.json).write_text(json.dumps({"ray_init": ray_runs, "sizes": results}, indent=1) + "\n")
     bs.log(table(results, {k: statistics.median(v) for k, v in ray_runs.items()}))
