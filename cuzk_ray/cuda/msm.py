@@ -324,10 +324,10 @@ def aff_run_of_slot(xp, out_start, slots: int):
 
 
 def aff_groups(xp, lens, point_bytes: int, elem_bytes: int, budget: int) -> list[tuple[int, int]]:
-    """Runs split into consecutive groups [r0, r1) whose level buffers (ceil(len/2) points and
-    as many scratch elements and 8 bytes of slot-to-run map, then ceil(len/4) points, 16 bytes
-    of run arrays per run and level)
-    stay within budget bytes; a run larger than that alone is a group of its own."""
+    """Runs split into consecutive groups [r0, r1) whose level buffers (ceil(len/2) points, as
+    many scratch elements and 8 bytes of slot-to-run map, then ceil(len/4) points, 16 bytes of
+    run arrays per run and level) stay within budget bytes; a run larger than that alone is a
+    group of its own."""
     L = lens.astype(xp.int64)
     cost = ((L + 1) // 2) * (point_bytes + elem_bytes + 8) + ((L + 3) // 4) * point_bytes + 64
     cum = xp.cumsum(cost)
