@@ -13,12 +13,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import snarkjs_verify
+from interrupt import interrupt_mid_batch, wait_for_entries
 from mounted import run_on_tmpfs, unshare_works
 
 from cuzk_ray.field import Q_MOD, R_MOD
@@ -74,19 +74,6 @@ def snapshot(out: Path) -> dict[str, str]:
     files = [p for p in out.rglob("*") if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log"
              and p.name != ".cuzk-ray.lock"]
     return {str(p.relative_to(out)): sha(p) for p in files}
-
-
-def wait_for_entries(out: Path, k: int, job: subprocess.Popen) -> None:
-    """Until the running job's journal lists k partitions (a condition, not a time)."""
-    deadline = time.monotonic() + 300  # a safety net only
-    while job.poll() is None and time.monotonic() < deadline:
-        try:
-            if (out / "journal.jsonl").read_text().count("\n") - 1 >= k:
-                return
-        except OSError:
-            pass
-        time.sleep(0.01)
-    raise AssertionError(f"the job ended (rc {job.poll()}) before {k} partitions were on disk")
 
 
 def check_listed(out: Path, name="manifest.json") -> list[dict]:
@@ -203,18 +190,7 @@ def test_sigint_mid_batch_keeps_the_finished_proofs_and_resume_finishes(tmp_path
     out = tmp_path / "out"
     job = subprocess.Popen(prove_cmd(out, cache, "proofs=6", "circuit.partitions=2", engine=engine),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
-    wait_for_entries(out, 3, job)
-    os.kill(job.pid, signal.SIGSTOP)  # deterministic: the SIGINT lands mid-batch, never after the end
-    os.kill(job.pid, signal.SIGINT)
-    os.kill(job.pid, signal.SIGCONT)
-    stdout, stderr = job.communicate(timeout=300)
-    assert job.returncode == 130, stdout + stderr
-    assert "Traceback" not in stderr
-    m = re.fullmatch(rf"interrupted: (\d+) verified partition\(s\) kept in {re.escape(str(out))}, listed in "
-                     rf"{re.escape(str(out / 'manifest.partial.json'))}; rerun with resume=true to prove the rest",
-                     last(stderr))
-    assert m, last(stderr)
-    kept = int(m.group(1))
+    _, _, kept = interrupt_mid_batch(job, out)
     assert 3 <= kept < 12
     assert not (out / "manifest.json").exists()
     # (with Ray, pw=2 partitions in flight: the kept ones need not be the first k in order)

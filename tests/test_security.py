@@ -143,15 +143,19 @@ def test_atomic_writes_are_0644_or_tighter_whatever_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "b.json").stat().st_mode) == 0o600
 
 
-def test_unreachable_cluster_address_is_one_line_within_30_s(tmp_path):
+def prove_at(address: str, tmp_path) -> tuple[subprocess.CompletedProcess, float, str]:
+    """jobs/prove.py with ray.address=address (RAY_ADDRESS unset): the run, its seconds, its last line."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     t0 = time.monotonic()
-    res = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), "ray.address=127.0.0.1:1",
+    res = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), f"ray.address={address}",
                           "circuit.constraints=256", "circuit.partitions=2", f"output_dir={tmp_path / 'out'}",
                           f"cache_dir={tmp_path / 'cache'}"], capture_output=True, text=True, cwd=ROOT, env=env,
                          timeout=HANG_S)
-    took = time.monotonic() - t0
-    last = res.stderr.strip().splitlines()[-1]
+    return res, time.monotonic() - t0, res.stderr.strip().splitlines()[-1]
+
+
+def test_unreachable_cluster_address_is_one_line_within_30_s(tmp_path):
+    res, took, last = prove_at("127.0.0.1:1", tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     assert took <= 30, took
     assert last.startswith("error: ray.address=127.0.0.1:1: no Ray cluster answers there (Connection refused)")
@@ -162,18 +166,10 @@ def test_unreachable_cluster_address_is_one_line_within_30_s(tmp_path):
 def test_an_address_that_listens_but_is_no_ray_cluster_is_one_line_within_30_s(tmp_path):
     """Something accepts connections at ray.address but no GCS answers: Ray's own retries are
     bounded (engines.ray_env.CONNECT_ENV) and end in one line."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen(64)  # the kernel completes the handshakes; nothing ever answers
-        t0 = time.monotonic()
-        address = f"127.0.0.1:{s.getsockname()[1]}"
-        res = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), f"ray.address={address}",
-                              "circuit.constraints=256", "circuit.partitions=2", f"output_dir={tmp_path / 'out'}",
-                              f"cache_dir={tmp_path / 'cache'}"], capture_output=True, text=True, cwd=ROOT, env=env,
-                             timeout=HANG_S)
-        took = time.monotonic() - t0
-    last = res.stderr.strip().splitlines()[-1]
+        res, took, last = prove_at(f"127.0.0.1:{s.getsockname()[1]}", tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     assert took <= 30, took
     assert re.fullmatch(r"error: ray.address=127.0.0.1:\d+: no Ray cluster answered there \(.*\); need a running "
