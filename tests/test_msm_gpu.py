@@ -29,7 +29,8 @@ TABLE = 600  # distinct multiples 1..TABLE of the base point
 
 
 NO_ACCUMULATION = {"test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
-                   "test_scalar_range_check_on_device"}  # no bucket accumulation: run once
+                   "test_scalar_range_check_on_device",
+                   "test_split_classifies_by_every_limb"}  # no bucket accumulation: run once
 
 
 @pytest.fixture(autouse=True, params=["xyzz", "affine"])
@@ -121,6 +122,20 @@ def test_all_one_scalars(table, n):
     assert run(table, ks, [1] * n) == want, f"seed {SEED}"
     i = next(j for j, k in enumerate(ks) if k != 0)
     assert run(table, ks, [1] * i + [2] + [1] * (n - i - 1)) != want  # negative
+
+
+def test_split_classifies_by_every_limb(table):
+    """msm_classify looks at all four limbs: a scalar whose low limb is 0 or 1 but another limb
+    is not zero is a Pippenger scalar, not a 0 or a 1 (index lists exact, then the MSM)."""
+    edge = [0, 1, 2, 2**64, 2**64 + 1, 2**128 + 1, 2**192, 2**192 + 1, R_MOD - 1, 1, 0, 3]
+    ones, rest = cuda_msm.split_scalars(cp, cp.asarray(fr_to_limbs(edge)))
+    assert cp.asnumpy(ones).tolist() == [1, 9]
+    assert cp.asnumpy(rest).tolist() == [2, 3, 4, 5, 6, 7, 8, 11]
+    assert ones.dtype == cp.uint32 and rest.dtype == cp.uint32
+    rng = random.Random(SEED + 300)
+    ks = [rng.randrange(1, TABLE + 1) for _ in edge]
+    assert run(table, ks, edge) == expected(table[0], ks, edge), f"seed {SEED}"
+    assert run(table, ks, edge[:4] + [1] + edge[5:]) != expected(table[0], ks, edge)  # negative: 2^64 + 1 is not 1
 
 
 @pytest.mark.parametrize("frac_bits", [0.0, 0.5, 0.9, 0.99, 1.0])

@@ -10,20 +10,21 @@ Scalars may also be an FrVector (trusted: not range-checked again).
 ``msm_g2``: the same with G2 points ``uint64[n, 2, 2, 6]`` (x.c0, x.c1, y.c0, y.c1) and a
 ``uint64[2, 2, 6]`` result, bit for bit arkworks' ``G2Point.multiexp_unchecked``.
 
-Pipeline (see ec/msm_impl.cuh for the kernels and their costs):
-scalars 0 dropped, scalars 1 summed by a tree of batch additions (msm_sum_points, xyzz_sum_rows);
-the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key, point) entries
-(CuPy) -> segmented bucket accumulation, S entries per thread whatever the bucket sizes
-(msm_seg_points, then msm_seg_partials for buckets that cross segments) -> per-chunk bucket
-reduction (msm_chunks) -> one sum per window (xyzz_sum_rows). The host combines the W window
-sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
+Pipeline (see ec/msm_impl.cuh for the kernels and their costs): scalars classified in one read
+(msm_classify): 0 dropped, 1 summed by a tree of batch additions (msm_sum_points,
+xyzz_sum_rows); the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key,
+point) entries (CuPy) -> segmented bucket accumulation, S entries per thread whatever the bucket
+sizes (msm_seg_points, then msm_seg_partials for buckets that cross segments) -> bucket
+reduction (bucket_reduce: msm_chunks running sums, recursively) -> one sum per window. The host
+combines the W window sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W
+doublings, then one inversion.
 
 Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
 level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
 msm_aff_level, ~6 Fp mul per addition instead of 10), in groups of runs whose level buffers fit
 AFFINE_BUDGET; the one point per run left is added into its bucket (msm_aff_buckets). Then the
-same msm_chunks / xyzz_sum_rows / Horner.
+same bucket_reduce / Horner.
 
 Window multiples (``prepare_bases(..., table_window=c)``): rows w n + i = 2^(c w) P_i for the W
 windows of c-bit digits (built on the device: c doublings per level, one batched inversion per
@@ -51,8 +52,7 @@ NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross-segment partials)
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
-CHUNK_THREADS = 32768  # at least about this many threads for the bucket reduction (msm_chunks)
-CHUNK_MAX = 16  # at most this many buckets per msm_chunks thread
+CHUNK_LEN = 16  # buckets per msm_chunks thread (a power of two; 2^19 x 13 buckets: 425 K threads)
 XYZZ_BYTES_MAX = 4 * 2 * 48  # one G2 bucket: 4 coordinates in Fp2
 BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
 TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (12 windows)
@@ -122,14 +122,16 @@ def windows_for(c: int) -> int:
 def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table):
     the 64-bit digit entries of every window (window_sums), as much again for the sort's
-    temporary storage, the index lists of split_scalars, and the XYZZ buckets (G2's size, the
-    larger). At 2^27 (c = 20, 13 windows): ~29 GiB. The affine accumulation adds its level
-    buffers (AFFINE_BUDGET per group of runs, one group at a time; more only where one bucket's
-    run alone is larger) and the run arrays."""
+    temporary storage, split_scalars' classes and index lists, and the XYZZ buckets (G2's size,
+    the larger) with the reduction's first chunk sums (2 per CHUNK_LEN buckets). At 2^27 (c =
+    20, 13 windows): ~30 GiB. The affine accumulation adds its level buffers (AFFINE_BUDGET per
+    group of runs, one group at a time; more only where one bucket's run alone is larger) and
+    the run arrays."""
     c = default_window(n)
     W = windows_for(c)
     extra = AFFINE_BUDGET + 16 * n if (accumulate or ACCUMULATE) == "affine" else 0
-    return 2 * W * n * 8 + n * 12 + W * (1 << (c - 1)) * XYZZ_BYTES_MAX + extra
+    buckets = W * (1 << (c - 1)) * XYZZ_BYTES_MAX
+    return 2 * W * n * 8 + n * 13 + buckets + 2 * buckets // CHUNK_LEN + extra
 
 
 @dataclass
@@ -242,11 +244,15 @@ def _sum_rows(cp, g: Group, parts, rows: int, m: int):
 
 
 def split_scalars(cp, s):
-    """Indices (uint32, device) of the scalars equal to 1 and of those other than 0 and 1."""
-    small = (s[:, 1] | s[:, 2] | s[:, 3]) == 0
-    lo = s[:, 0]
-    ones = cp.flatnonzero(small & (lo == 1)).astype(cp.uint32)
-    rest = cp.flatnonzero(~(small & (lo <= 1))).astype(cp.uint32)
+    """Indices (uint32, device) of the scalars equal to 1 and of those other than 0 and 1
+    (msm_classify: one read of the scalars, then two compactions)."""
+    s = cp.ascontiguousarray(s)  # the kernel reads rows of 8 words (a no-op for FrVector limbs)
+    n = int(s.shape[0])
+    cls = cp.empty(n, dtype=cp.uint8)
+    if n:
+        _launch(G1, "msm_classify", n, (s, np.uint64(n), cls))
+    ones = cp.flatnonzero(cls == 1).astype(cp.uint32)
+    rest = cp.flatnonzero(cls == 2).astype(cp.uint32)
     return ones, rest
 
 
@@ -461,6 +467,25 @@ def _mark(timer, name: str) -> None:
         timer.mark(name)
 
 
+def bucket_reduce(cp, g: Group, vals, m: int, rows: int, off: int):
+    """[rows] XYZZ (device): per row w, sum_i (i + off) vals[w m + i] for vals [rows][m] XYZZ, m a
+    power of two (off = 1: the bucket sums, bucket i holding digit i + 1). msm_chunks takes
+    chunks of L buckets to T_j = sum_t (t + off) v_t and S_j = sum_t v_t; then
+    sum_i (i + off) v_i = sum_j T_j + L sum_j j S_j, the last sum this function again (off = 0)."""
+    L = min(m, CHUNK_LEN)
+    nchunks = rows * (m // L)
+    t = _xyzz_buffer(cp, g, nchunks)
+    s = _xyzz_buffer(cp, g, nchunks)  # unused when L == m (rows entries; the kernel writes it anyway)
+    _launch(g, "msm_chunks", nchunks, (vals, np.uint32(m), np.uint32(L), np.uint32(off), np.uint32(nchunks), t, s))
+    if L == m:  # one chunk per row: T is the answer
+        return t
+    t_sum = _sum_rows(cp, g, t, rows, m // L)
+    inner = bucket_reduce(cp, g, s, m // L, rows, 0)
+    out = _xyzz_buffer(cp, g, rows)
+    _launch(g, "xyzz_rows_shift_add", rows, (t_sum, inner, np.uint32(rows), np.int32(L.bit_length() - 1), out))
+    return out
+
+
 def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0, accumulate: str | None = None):
     """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w.
     table_n != 0: pts is a table of window multiples of table_n bases for this c, and the one row
@@ -483,12 +508,7 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     else:
         buckets = bucket_sums(cp, g, pts, entries, M, total, timer)
     del entries
-    # L: a power of two dividing nb, at most CHUNK_MAX (so 2^21 buckets still get 2^17 threads)
-    L = min(nb, CHUNK_MAX, 1 << max(0, (total // CHUNK_THREADS).bit_length() - 1))
-    nchunks = total // L
-    chunks = _xyzz_buffer(cp, g, nchunks)
-    _launch(g, "msm_chunks", nchunks, (buckets, np.uint32(nb), np.uint32(L), np.uint32(nchunks), chunks))
-    out = _sum_rows(cp, g, chunks, W, nchunks // W)
+    out = bucket_reduce(cp, g, buckets, nb, W, 1)
     _mark(timer, "reduce")
     return out
 

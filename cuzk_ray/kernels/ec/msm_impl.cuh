@@ -4,8 +4,8 @@
 // Scalars 0/1 are split off, Pippenger with signed-digit windows and XYZZ buckets for the rest,
 // every step load-balanced (no thread's work depends on how the scalars are distributed).
 //
-//  0. (host, CuPy) scalars are classified: 0 dropped, 1 -> index list for msm_sum_points, the
-//     rest -> index list for Pippenger (compacted on the device with flatnonzero).
+//  0. msm_classify: scalars are classified in one read: 0 dropped, 1 -> index list for
+//     msm_sum_points, the rest -> index list for Pippenger (compacted by CuPy's flatnonzero).
 //  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c-1), 2^(c-1)] with
 //     s = sum_w d_w 2^(c w); each non-zero digit becomes the 64-bit entry
 //     (key = w 2^(c-1) + |d_w| - 1) << 32 | (point index | sign << 31). Zero digits get key
@@ -25,8 +25,9 @@
 //     Or (host ACCUMULATE = "affine") the batch-affine levels, msm_aff_runs / msm_aff_level /
 //     msm_aff_buckets below: ~6 instead of 10 Fp mul per addition.
 //  4. msm_chunks: one thread per chunk of L buckets of a window: running sums give
-//     T = sum_t (t+1) B_t and S = sum_t B_t, and the chunk's share of sum_b b B_b is
-//     T + (j L) S (double-and-add, < c doublings). ~2L XYZZ additions per thread.
+//     T_j = sum_t (t+1) B_t and S_j = sum_t B_t; sum_b (b+1) B_b = sum_j T_j + L sum_j j S_j,
+//     the second sum the same reduction again over the S_j (recursion on the host,
+//     xyzz_rows_shift_add for the factor L). ~2.2 XYZZ additions per bucket in all.
 //  5. xyzz_sum_rows: rows of XYZZ points summed in groups of `per` (a tree over launches):
 //     chunk sums -> one sum per window; the partial sums of the scalar-1 points -> one point.
 //  6. (host, Python ints) Horner over the W window sums, plus the sum of the scalar-1 points.
@@ -179,27 +180,51 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
     out_keys[2 * t + 1] = last_key;
 }
 
-// buckets: [W][nb] XYZZ; chunk (w, j) covers buckets j L .. j L + L - 1 of window w, whose
-// digits are |d| = b + 1. out: [W][nb / L] XYZZ, the chunk's part of sum_b (b + 1) B_b.
+// One pass of the bucket reduction (step 4). vals: [W][m] XYZZ (W = nchunks_total L / m rows);
+// chunk (w, j) covers vals[w][j L .. j L + L - 1] and, by one running sum from its top,
+// writes T = sum_t (t + off) v_t (off 0 or 1) to out_t[w][j] and S = sum_t v_t to out_s[w][j]. 2L XYZZ additions (12M + 2S) per thread, no doublings. The host
+// (cuda/msm.py bucket_reduce) recurses: sum_i (i + off) v_i = sum_j T_j + L sum_j j S_j, the
+// second sum the same problem over the S array with off = 0, so the whole reduction costs
+// ~2 (1 + 1/L + ...) additions per bucket plus log2(L) doublings per window and level.
 template <class F>
-__device__ __forceinline__ void msm_chunks_impl(const u32* buckets, u32 nb, u32 L, u32 nchunks_total, u32* out) {
+__device__ __forceinline__ void msm_chunks_impl(const u32* vals, u32 m, u32 L, u32 off, u32 nchunks_total,
+                                                u32* out_t, u32* out_s) {
     const u32 id = blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= nchunks_total) return;
-    const u32 per_window = nb / L;
+    const u32 per_window = m / L;
     const u32 w = id / per_window, j = id % per_window;
-    const u64 base = (u64)w * nb + (u64)j * L;
+    const u64 base = (u64)w * m + (u64)j * L;
     xyzz_t<F> S = xyzz_t<F>::inf(), T = xyzz_t<F>::inf();
     for (int t = (int)L - 1; t >= 0; t--) {
-        S = xyzz_add(S, load_xyzz<F>(buckets, base + t));
-        T = xyzz_add(T, S);
+        S = xyzz_add(S, load_xyzz<F>(vals, base + t));
+        if (t > 0 || off) T = xyzz_add(T, S);
     }
-    const u32 k = j * L;  // T + k S
-    xyzz_t<F> Q = xyzz_t<F>::inf();
-    for (int bit = 31; bit >= 0; bit--) {
-        Q = xyzz_dbl(Q);
-        if ((k >> bit) & 1) Q = xyzz_add(Q, S);
-    }
-    store_xyzz(out, id, xyzz_add(T, Q));
+    store_xyzz(out_t, id, T);
+    store_xyzz(out_s, id, S);
+}
+
+// out[r] = a[r] + 2^k b[r] for rows r < rows (XYZZ): the step of the recursion above that
+// brings the inner sum back (k = log2 L). k doublings (6M + 3S each) + 1 addition.
+template <class F>
+__device__ __forceinline__ void xyzz_rows_shift_add_impl(const u32* a, const u32* b, u32 rows, int k, u32* out) {
+    const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    xyzz_t<F> q = load_xyzz<F>(b, r);
+    for (int i = 0; i < k; i++) q = xyzz_dbl(q);
+    store_xyzz(out, r, xyzz_add(load_xyzz<F>(a, r), q));
+}
+
+// cls[i] = 0, 1 or 2 for scalar i (standard-form Fr, 8 words) equal to 0, equal to 1, or other:
+// one read of the scalars (the host's flatnonzero then makes the two index lists). ~1 ms at
+// 2^27 against ~8 ms for the same split in CuPy column operations (each strided column read
+// costs a full pass over the scalars).
+__device__ __forceinline__ void msm_classify_impl(const u32* scalars, u64 n, unsigned char* cls) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const uint4* p = reinterpret_cast<const uint4*>(scalars + 8 * i);
+    const uint4 lo = p[0], hi = p[1];
+    const u32 high = lo.y | lo.z | lo.w | hi.x | hi.y | hi.z | hi.w;
+    cls[i] = high ? 2 : lo.x > 1 ? 2 : (unsigned char)lo.x;
 }
 
 // out[j] = sum of points idx[j per .. j per + per - 1] (affine Montgomery, infinity skipped),
@@ -500,9 +525,16 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
                                                         u32 S, u32* buckets, u32* out_keys, u32* out_part) { \
         seg_pass<F, false>(nullptr, nullptr, in_keys, in_part, len, S, buckets, out_keys, out_part);        \
     }                                                                                                       \
-    extern "C" __global__ void prefix##msm_chunks(const u32* buckets, u32 nb, u32 L, u32 nchunks_total,       \
-                                                  u32* out) {                                               \
-        msm_chunks_impl<F>(buckets, nb, L, nchunks_total, out);                                             \
+    extern "C" __global__ void prefix##msm_chunks(const u32* vals, u32 m, u32 L, u32 off, u32 nchunks_total,  \
+                                                  u32* out_t, u32* out_s) {                                 \
+        msm_chunks_impl<F>(vals, m, L, off, nchunks_total, out_t, out_s);                                   \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##xyzz_rows_shift_add(const u32* a, const u32* b, u32 rows, int k,       \
+                                                           u32* out) {                                      \
+        xyzz_rows_shift_add_impl<F>(a, b, rows, k, out);                                                    \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_classify(const u32* scalars, u64 n, unsigned char* cls) {          \
+        msm_classify_impl(scalars, n, cls);                                                                 \
     }                                                                                                       \
     extern "C" __global__ void prefix##msm_sum_points(const u32* points, const u32* idx, u32 m, u32 per,      \
                                                       u32* out) {                                           \
