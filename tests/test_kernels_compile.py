@@ -14,7 +14,8 @@ from cuzk_ray import field
 from cuzk_ray.kernels import build, loader
 
 KERNELS = Path(__file__).resolve().parents[1] / "cuzk_ray" / "kernels"
-SOURCES = sorted(KERNELS.rglob("*.cu"))
+LIBRARIES = [KERNELS / name for name in loader.LIBRARIES]  # host code: nvcc -shared, not a cubin
+SOURCES = sorted(p for p in KERNELS.rglob("*.cu") if p not in LIBRARIES)
 
 
 def test_there_are_kernels():
@@ -33,6 +34,24 @@ def test_compiles_for_sm90(src, tmp_path):
     assert [p.name for p in cubins] == [loader.cubin_path(src.name, "sm_90").name]
     assert cubins[0].read_bytes()[:4] == b"\x7fELF"  # a cubin is an ELF image
     assert list(tmp_path.glob("*.tmp*")) == []
+
+
+@pytest.mark.parametrize("src", LIBRARIES, ids=lambda p: str(p.relative_to(KERNELS)))
+def test_library_builds_for_sm90(src, tmp_path):
+    """The host libraries (CUB's radix sort) build with nvcc -shared and export their C entry
+    points; a second build is a no-op (the name is keyed by the sources)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc not on PATH")
+    name = str(src.relative_to(KERNELS))
+    _, _secs, err = build.build_library(name, "sm_90", tmp_path, nvcc)
+    assert err == "", f"nvcc failed on {name}:\n{err}"
+    libs = list(tmp_path.glob("*.so"))
+    assert [p.name for p in libs] == [loader.library_path(name, "sm_90").name]
+    assert libs[0].read_bytes()[:4] == b"\x7fELF" and list(tmp_path.glob("*.tmp*")) == []
+    text = libs[0].read_bytes()
+    assert all(sym.encode() in text for sym in ("cuzk_sort_temp_bytes", "cuzk_sort_keys", "cuzk_sort_error"))
+    assert build.build_library(name, "sm_90", tmp_path, nvcc)[1:] == (0.0, "")  # cached
 
 
 def test_cubin_key_follows_every_source(tmp_path, monkeypatch):

@@ -13,11 +13,11 @@ Scalars may also be an FrVector (trusted: not range-checked again).
 Pipeline (see ec/msm_impl.cuh for the kernels and their costs): scalars classified in one read
 (msm_classify): 0 dropped, 1 summed by a tree of batch additions (msm_sum_points,
 xyzz_sum_rows); the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key,
-point) entries (CuPy) -> segmented bucket accumulation, S entries per thread whatever the bucket
-sizes (msm_seg_points, then msm_seg_partials for buckets that cross segments) -> bucket
-reduction (bucket_reduce: msm_chunks running sums, recursively) -> one sum per window. The host
-combines the W window sums and the scalar-1 sum with Python ints (ref/g1.py, ref/g2.py): ~c W
-doublings, then one inversion.
+point) entries on the key's bits only (cuda/sort.py: CUB) -> segmented bucket accumulation, S
+entries per thread whatever the bucket sizes (msm_seg_points, then msm_seg_partials for buckets
+that cross segments) -> bucket reduction (bucket_reduce: msm_chunks running sums, recursively)
+-> one sum per window. The host combines the W window sums and the scalar-1 sum with Python ints
+(ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
 
 Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
@@ -46,6 +46,7 @@ from ..ref import g1 as g1_ref
 from ..ref import g2 as g2_ref
 from .device import check_fr
 from .device import launch as launch_kernel
+from .sort import sort_high_bits
 
 THREADS = 128
 NO_KEY = 0xFFFFFFFF
@@ -498,7 +499,9 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), np.uint32(table_n), entries))
     W = 1 if table_n else W
     _mark(timer, "digits")
-    entries.sort()
+    # Keys < total, NO_KEY (all ones) last: a sort of the key's bit_length(total) bits suffices
+    # (a bucket's entries may come in any order), and the first NO_KEY entry still bounds them.
+    entries = sort_high_bits(cp, entries, total.bit_length())
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
     _mark(timer, "sort")
     if not M:

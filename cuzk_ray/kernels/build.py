@@ -7,7 +7,9 @@ DIR defaults to $CUZK_CUBIN_DIR or ~/.cache/cuzk-ray/cubin; files are named by l
 so only cubins of the current sources are ever loaded. Older cubins of a module are removed when
 its default build is made. --variant also builds a compile-time variant (defines, e.g.
 msm.cu:MSM_SEG_MINB=3) that benchmarks ask for (loader.get_kernel(..., defines)). The test-only
-modules (loader.TEST_MODULES: ff_test.cu) are built only with --tests.
+modules (loader.TEST_MODULES: ff_test.cu) are built only with --tests. The host libraries
+(loader.LIBRARIES: host/radix_sort.cu, CUB's radix sort for cuda/sort.py) are built with
+nvcc -shared beside the cubins, as lib<stem>-<arch>-<hash>.so.
 """
 
 from __future__ import annotations
@@ -52,6 +54,26 @@ def build_one(name: str, arch: str, out: Path, nvcc: str, defines: tuple = (),
     return name, time.perf_counter() - t0, ""
 
 
+def build_library(name: str, arch: str, out: Path, nvcc: str) -> tuple[str, float, str]:
+    """(name, seconds, error or ""): nvcc -shared of a host library (loader.LIBRARIES) into a
+    temporary name, renamed when complete; older builds of it are removed."""
+    target = out / loader.library_path(name, arch).name
+    if target.is_file():
+        return name, 0.0, ""
+    tmp = target.with_suffix(f".tmp{os.getpid()}")
+    cmd = [nvcc, loader.STD, f"-arch={arch}", f"-I{loader.KERNEL_DIR}", "-O2", "-shared", "-Xcompiler", "-fPIC",
+           "-o", str(tmp), str(loader.KERNEL_DIR / name)]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if res.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        return name, time.perf_counter() - t0, (res.stderr or res.stdout).strip()
+    for old in out.glob(f"lib{Path(name).stem}-{arch}-*.so"):
+        old.unlink()
+    tmp.rename(target)
+    return name, time.perf_counter() - t0, ""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="sm_90")
@@ -79,15 +101,19 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(n, ()) for n in modules(args.tests)] + variants
     keep = frozenset(loader.cubin_path(n, args.arch, d).name for n, d in jobs)
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        libs = [ex.submit(build_library, name, args.arch, out, nvcc) for name in loader.LIBRARIES]
         results = ex.map(lambda j: build_one(j[0], args.arch, out, nvcc, j[1], keep), jobs)
-        for (name, defs), (_, secs, err) in zip(jobs, results):
-            label = name + (f" [{','.join(defs)}]" if defs else "")
-            if err:
-                failed += 1
-                print(f"error: {label}: nvcc failed:\n{err}", file=sys.stderr)
-            else:
-                took = "cached" if secs == 0 else f"{secs:.1f} s"
-                print(f"{label}: {took} -> {out / loader.cubin_path(name, args.arch, defs).name}")
+        done = [(name + (f" [{','.join(defs)}]" if defs else ""), r, loader.cubin_path(name, args.arch, defs).name)
+                for (name, defs), r in zip(jobs, results)]
+        done += [(name, f.result(), loader.library_path(name, args.arch).name)
+                 for name, f in zip(loader.LIBRARIES, libs)]
+    for label, (_, secs, err), target in done:
+        if err:
+            failed += 1
+            print(f"error: {label}: nvcc failed:\n{err}", file=sys.stderr)
+        else:
+            took = "cached" if secs == 0 else f"{secs:.1f} s"
+            print(f"{label}: {took} -> {out / target}")
     return 1 if failed else 0
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 KERNEL_DIR = Path(__file__).resolve().parent
 STD = "-std=c++17"
 TEST_MODULES = ("ff_test.cu",)  # kernels only the tests use: built by kernels.build on request (--tests)
+LIBRARIES = ("host/radix_sort.cu",)  # host-callable shared libraries (nvcc -shared; loaded with ctypes)
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,33 @@ def module_hash(name: str, arch: str, defines: tuple = ()) -> str:
 
 def cubin_path(name: str, arch: str, defines: tuple = ()) -> Path:
     return cubin_dir() / f"{Path(name).stem}-{arch}-{module_hash(name, arch, defines)}.cubin"
+
+
+def library_path(name: str, arch: str) -> Path:
+    """Where kernels.build puts the shared library built from kernels/<name> (LIBRARIES) for
+    arch, keyed like a cubin (its source, every header, the target)."""
+    return cubin_dir() / f"lib{Path(name).stem}-{arch}-{module_hash(name, arch)}.so"
+
+
+def load_library(name: str, arch: str):
+    """The ctypes.CDLL of a precompiled library (LIBRARIES), or None when it was not built (or
+    does not load: the caller has a fallback, and the reason is logged once)."""
+    import ctypes
+
+    path = library_path(name, arch)
+    key = ("lib", name, arch)
+    with _lock:
+        if key not in _modules:
+            lib = None
+            if path.is_file():
+                try:
+                    lib = ctypes.CDLL(str(path))
+                except OSError as exc:
+                    log.warning("precompiled %s not loaded (%s)", path, exc)
+            else:
+                log.info("no precompiled %s (python -m cuzk_ray.kernels.build makes it)", path.name)
+            _modules[key] = lib
+        return _modules[key]
 
 
 def _load_cubin(cupy, name: str, arch: str, defines: tuple, first_kernel: str):

@@ -10,7 +10,8 @@
 //     s = sum_w d_w 2^(c w); each non-zero digit becomes the 64-bit entry
 //     (key = w 2^(c-1) + |d_w| - 1) << 32 | (point index | sign << 31). Zero digits get key
 //     0xffffffff and sort last.
-//  2. (host, CuPy) sort of the 64-bit entries (radix sort), so each bucket is a contiguous run.
+//  2. (host, cuda/sort.py) sort of the 64-bit entries on the key's bits only (CUB's radix
+//     sort), so each bucket is a contiguous run (its points in any order).
 //  3. msm_seg_points: thread t adds the S sorted entries t S .. t S + S - 1 (mixed XYZZ +
 //     affine, 8M + 2S each; a point is negated for a negative digit; bases are affine Montgomery
 //     form, converted once by msm_to_mont when the key is loaded; the next point is fetched while
