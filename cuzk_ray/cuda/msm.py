@@ -51,7 +51,7 @@ from .sort import sort_high_bits
 THREADS = 128
 NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
-SEG_MAX = 128  # most entries per thread in the bucket accumulation (fewer cross-segment partials)
+SEG_MAX = 256  # most entries per accumulation thread (H200 2^27: cross-segment partials 11.0 ms at 128, 6.3 at 256)
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
 CHUNK_LEN = 16  # buckets per msm_chunks thread (a power of two; 2^19 x 13 buckets: 425 K threads)
 XYZZ_BYTES_MAX = 4 * 2 * 48  # one G2 bucket: 4 coordinates in Fp2
@@ -103,15 +103,14 @@ G2 = Group("g2", "msm_g2.cu", "g2_", (2, FP_LIMBS), g2_ref)
 
 
 def default_window(n: int) -> int:
-    """Window bits c: about log2(n) - 2, between 4 and 16; larger from 2^24 scalars, where fewer
+    """Window bits c: about log2(n) - 2, between 4 and 16; 20 from 2^24 scalars, where fewer
     windows (additions = W n) pay for more buckets to reduce. H200, G1 uniform, plain bases
-    (2026-12-01, docs/BENCHMARKS.md): 2^24 c = 16 / 18 / 20: 136.0 / 132.6 / 139.8 ms (the 2^19
-    buckets of 13 windows take 25 ms to reduce); 2^26: 518.9 / 490.4 / 450.4; 2^27: 1031 / 966 /
-    868 ms. G2 2^24: 453.9 / 447.6 / 444.5 ms."""
-    if n >= 1 << 25:
-        return 20
+    (2026-12-01, docs/BENCHMARKS.md, with the recursive bucket reduction and the key-bits
+    sort): c = 18 / 20 / 22: 2^24 123.1 / 118.8 / 138.0 ms; 2^26 459.0 / 411.4 / 421.8; 2^27
+    904.5 / 799.2 / 789.0 (c = 22 saves 1 % there for 2.5 GiB more buckets: not taken). G2 2^24
+    c = 18 / 20: 436.3 / 430.9 ms."""
     if n >= 1 << 24:
-        return 18
+        return 20
     return max(4, min(16, n.bit_length() - 3))
 
 

@@ -5,6 +5,12 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
+// Batch-affine levels at 4 blocks of 128 threads per SM (<= 128 registers): H200, G1 2^24
+// uniform, levels 151.5 / 145.7 / 121.6 ms at 2 / 3 / 4 blocks (docs/BENCHMARKS.md): they wait
+// on memory, so occupancy pays. G2 keeps the header's 2 (its Fp2 code needs the registers).
+#ifndef AFF_MINB
+#define AFF_MINB 4
+#endif
 #include "ec/msm_impl.cuh"
 
 DEFINE_MSM_KERNELS(fp_t, )
