@@ -180,6 +180,24 @@ __device__ __forceinline__ void madc_rshift(u32* odd, const u32* a, u32 bi) {
     odd[N - 2] = ptx::madc_lo_cc(a[N - 2], bi, 0);
     odd[N - 1] = ptx::madc_hi(a[N - 2], bi, 0);
 }
+// ev[j], ev[j+1] += p[j] * m for even j (the even limbs of m p), one carry chain (carry out in CC).
+template <class P>
+__device__ __forceinline__ void cmad_mod_even(u32* ev, const u32* p, u32 m) {
+    constexpr int N = P::N;
+    if (P::INV == 0xffffffffu) {
+        // p_0 = 1 (INV = -p_0^-1 = -1; Fr): m p_0 = m, so the first pair is ev[0] + m (= 0,
+        // carry out when ev[0] != 0) and ev[1] + 0: two adds instead of a wide mad.
+        ev[0] = ptx::add_cc(ev[0], m);
+        ev[1] = ptx::addc_cc(ev[1], 0);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            ev[j] = ptx::madc_lo_cc(p[j], m, ev[j]);
+            ev[j + 1] = ptx::madc_hi_cc(p[j], m, ev[j + 1]);
+        }
+    } else {
+        cmad_pairs<N>(ev, p, m);
+    }
+}
 // One CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty), then m p.
 template <class P>
 __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
@@ -202,19 +220,7 @@ __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u
 #pragma unroll
     for (int j = 0; j < N; j++) p[j] = P::mod(j);
     cmad_pairs<N>(od, p + 1, m);  // carry out is 0: O < 2^(32N)
-    if (P::INV == 0xffffffffu) {
-        // p_0 = 1 (INV = -p_0^-1 = -1; Fr): m p_0 = m, so the first pair is ev[0] + m (= 0,
-        // carry out when ev[0] != 0) and ev[1] + 0: two adds instead of a wide mad.
-        ev[0] = ptx::add_cc(ev[0], m);
-        ev[1] = ptx::addc_cc(ev[1], 0);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            ev[j] = ptx::madc_lo_cc(p[j], m, ev[j]);
-            ev[j + 1] = ptx::madc_hi_cc(p[j], m, ev[j + 1]);
-        }
-    } else {
-        cmad_pairs<N>(ev, p, m);  // ev[0] becomes 0
-    }
+    cmad_mod_even<P>(ev, p, m);   // ev[0] becomes 0
     od[N - 1] = ptx::addc(od[N - 1], 0);
 }
 }  // namespace mont_detail
