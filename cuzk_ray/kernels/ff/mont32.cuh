@@ -11,7 +11,8 @@
 // two reduced values never overflow N limbs and the CIOS accumulator stays below 2p.
 //
 // Costs (N limbs): add/sub ~2N integer ops; mul = 4N^2 mad (N=8: 256, N=12: 576) + ~3N other;
-// sqr = mul (no dedicated squaring yet); inverse = Fermat, ~log2(p) sqr + ~log2(p)/2 mul.
+// sqr = mul, or sqr_wide (~3/4 of mul_wide's mads) with MONT_MUL_WIDE; inverse = Fermat,
+// ~log2(p) sqr + ~log2(p)/2 mul.
 #pragma once
 #include "ff/ptx.cuh"
 
@@ -404,8 +405,12 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
     return mul_cios(a, b);
 }
 
+// a * a: sqr_wide when MONT_MUL_WIDE is 1 (the same modules as mul_wide), else mul_cios.
 template <class P>
-__device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) { return a * a; }
+__device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) {
+    if (MONT_MUL_WIDE) return sqr_wide(a);
+    return a * a;
+}
 
 // Standard form -> Montgomery form: a * R^2 * R^-1. One mul.
 template <class P>
