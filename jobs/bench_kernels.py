@@ -377,16 +377,19 @@ def bench_setup(cp, sizes, runs: int) -> None:
 
 
 def mul_throughput(cp) -> None:
-    """Field multiplications per second of the Montgomery kernels (2 independent chains per thread)."""
+    """Field multiplications (squarings for the sqr probes) per second of the Montgomery kernels
+    (2 independent chains per thread)."""
     from cuzk_ray.kernels.loader import get_kernel
 
     n, iters = 132 * 2048 * 4, 256
-    for name, words in (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12)):
+    probes = (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fr_sqr_wide_chain", 8),
+              ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12), ("fp_sqr_wide_chain", 12))
+    for name, words in probes:
         data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
         data[:, 4:] = 0
         fn = get_kernel("ff_test.cu", name)
         ms = time_ms(cp, lambda: fn(((n + 255) // 256,), (256,), (data, np.int32(iters), np.uint64(n))), 3)
-        print(f"{name}: {2 * iters * n / ms / 1e6:.1f} G mul/s")
+        print(f"{name}: {2 * iters * n / ms / 1e6:.1f} G {'sqr' if '_sqr_' in name else 'mul'}/s")
 
 
 def msm_scalars(cp, n: int, kind: str, seed: int):

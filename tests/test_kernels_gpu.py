@@ -51,10 +51,19 @@ def with_edges(values, p):
     return [0, 1, p - 1, 2, p - 2] + values
 
 
+def carry_edges(p, nbits):
+    """Inputs below p that stress the carry chains: all-ones limbs, the top bit, R and R^2 mod p."""
+    top = nbits - 32
+    vals = [(1 << k) - 1 for k in range(32, nbits, 32)] + [p - (1 << k) for k in range(32, nbits, 32)]
+    vals += [((p >> top) - 1) << top | ((1 << top) - 1), (1 << (p.bit_length() - 1)) - 1, 1 << (p.bit_length() - 1),
+             p // 2, (1 << nbits) % p, (1 << 2 * nbits) % p, 3, p - 3]
+    return [v for v in vals if v < p]
+
+
 # ------------------------------------------------------------------------------- field arithmetic
 
 OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8,
-       "raw_mul_wide": 9}
+       "raw_mul_wide": 9, "raw_sqr_wide": 10}
 
 
 def expected(op, a, b, p, nbits):
@@ -70,6 +79,7 @@ def expected(op, a, b, p, nbits):
         "from_mont": a * pow(R, -1, p) % p,
         "raw_mul": a * b * pow(R, -1, p) % p,
         "raw_mul_wide": a * b * pow(R, -1, p) % p,
+        "raw_sqr_wide": a * a * pow(R, -1, p) % p,
     }[op]
 
 
@@ -89,6 +99,8 @@ def test_field_ops(field, op, rng):
     n = 600 if op == "inv" else 3000
     a = with_edges([rng.randrange(p) for _ in range(n)], p)
     b = [p - 1, 0, p - 1, 1, p - 1] + [rng.randrange(p) for _ in range(n)]
+    edges = carry_edges(p, nbits)
+    a, b = a + edges, b + edges[::-1]
     got = run_field(f"{field}_test", to_limbs, p, nbits, op, a, b)
     want = [expected(op, x, y, p, nbits) for x, y in zip(a, b)]
     bad = [i for i in range(len(a)) if got[i] != want[i]]
@@ -97,6 +109,8 @@ def test_field_ops(field, op, rng):
     # Negative check: the comparison can tell ops apart (a wrong op would be caught).
     if op == "mul":
         assert got != [expected("add", x, y, p, nbits) for x, y in zip(a, b)]
+    if op == "raw_sqr_wide":  # a square, not the product with b
+        assert got != [expected("raw_mul_wide", x, y, p, nbits) for x, y in zip(a, b)]
 
 
 @pytest.mark.parametrize("op", ["mul", "sqr"])

@@ -2,11 +2,12 @@
 // standard-form little-endian limbs (uint64[n, k] viewed as uint32[n, 2k]).
 //
 // Ops 0..5 convert the inputs to Montgomery form, apply the op, and convert back, so they also
-// exercise to_mont / from_mont. Ops 6..9 act on the raw limbs to check the conversions alone
-// (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8).
+// exercise to_mont / from_mont. Ops 6..10 act on the raw limbs to check the conversions alone
+// (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1).
 #include "ff/bls12_381.cuh"
 
-enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE };
+enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,
+       OP_RAW_SQR_WIDE };
 
 template <class F>
 __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
@@ -20,7 +21,8 @@ __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
         case OP_TO_MONT: return to_mont(a);
         case OP_FROM_MONT: return from_mont(a);
         case OP_RAW_MUL: return a * b;  // a*b*R^-1
-        default: return mul_wide(a, b);  // OP_RAW_MUL_WIDE
+        case OP_RAW_MUL_WIDE: return mul_wide(a, b);
+        default: return sqr_wide(a);  // OP_RAW_SQR_WIDE
     }
 }
 
@@ -65,3 +67,19 @@ extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain
 extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, true>(data, iters, n); }
 extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, false>(data, iters, n); }
 extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, true>(data, iters, n); }
+
+// The same shape for squarings: two independent chains x = x^2, z = z^2 by sqr_wide, 2*iters
+// squarings per thread, x + z stored.
+template <class P>
+__device__ __forceinline__ void sqr_chain(u32* data, int iters, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    mont_t<P> x = load<P>(data, i), z = load<P>(data, i ^ 2);
+    for (int r = 0; r < iters; r++) {
+        x = sqr_wide(x);
+        z = sqr_wide(z);
+    }
+    store(data, i, x + z);
+}
+extern "C" __global__ void fr_sqr_wide_chain(u32* data, int iters, u64 n) { sqr_chain<fr_params>(data, iters, n); }
+extern "C" __global__ void fp_sqr_wide_chain(u32* data, int iters, u64 n) { sqr_chain<fp_params>(data, iters, n); }

@@ -11,7 +11,8 @@
 // two reduced values never overflow N limbs and the CIOS accumulator stays below 2p.
 //
 // Costs (N limbs): add/sub ~2N integer ops; mul = 4N^2 mad (N=8: 256, N=12: 576) + ~3N other;
-// sqr = mul (no dedicated squaring yet); inverse = Fermat, ~log2(p) sqr + ~log2(p)/2 mul.
+// sqr = mul, or sqr_wide (~3/4 of mul_wide's mads) with MONT_MUL_WIDE; inverse = Fermat,
+// ~log2(p) sqr + ~log2(p)/2 mul.
 #pragma once
 #include "ff/ptx.cuh"
 
@@ -180,6 +181,24 @@ __device__ __forceinline__ void madc_rshift(u32* odd, const u32* a, u32 bi) {
     odd[N - 2] = ptx::madc_lo_cc(a[N - 2], bi, 0);
     odd[N - 1] = ptx::madc_hi(a[N - 2], bi, 0);
 }
+// ev[j], ev[j+1] += p[j] * m for even j (the even limbs of m p), one carry chain (carry out in CC).
+template <class P>
+__device__ __forceinline__ void cmad_mod_even(u32* ev, const u32* p, u32 m) {
+    constexpr int N = P::N;
+    if (P::INV == 0xffffffffu) {
+        // p_0 = 1 (INV = -p_0^-1 = -1; Fr): m p_0 = m, so the first pair is ev[0] + m (= 0,
+        // carry out when ev[0] != 0) and ev[1] + 0: two adds instead of a wide mad.
+        ev[0] = ptx::add_cc(ev[0], m);
+        ev[1] = ptx::addc_cc(ev[1], 0);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            ev[j] = ptx::madc_lo_cc(p[j], m, ev[j]);
+            ev[j + 1] = ptx::madc_hi_cc(p[j], m, ev[j + 1]);
+        }
+    } else {
+        cmad_pairs<N>(ev, p, m);
+    }
+}
 // One CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty), then m p.
 template <class P>
 __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
@@ -202,19 +221,7 @@ __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u
 #pragma unroll
     for (int j = 0; j < N; j++) p[j] = P::mod(j);
     cmad_pairs<N>(od, p + 1, m);  // carry out is 0: O < 2^(32N)
-    if (P::INV == 0xffffffffu) {
-        // p_0 = 1 (INV = -p_0^-1 = -1; Fr): m p_0 = m, so the first pair is ev[0] + m (= 0,
-        // carry out when ev[0] != 0) and ev[1] + 0: two adds instead of a wide mad.
-        ev[0] = ptx::add_cc(ev[0], m);
-        ev[1] = ptx::addc_cc(ev[1], 0);
-#pragma unroll
-        for (int j = 2; j < N; j += 2) {
-            ev[j] = ptx::madc_lo_cc(p[j], m, ev[j]);
-            ev[j + 1] = ptx::madc_hi_cc(p[j], m, ev[j + 1]);
-        }
-    } else {
-        cmad_pairs<N>(ev, p, m);  // ev[0] becomes 0
-    }
+    cmad_mod_even<P>(ev, p, m);   // ev[0] becomes 0
     od[N - 1] = ptx::addc(od[N - 1], 0);
 }
 }  // namespace mont_detail
@@ -238,6 +245,154 @@ __device__ __forceinline__ mont_t<P> mul_wide(const mont_t<P>& a, const mont_t<P
     return mont_reduce_once<P>(t, 0);
 }
 
+// a^2 R^-1 mod p by a dedicated squaring, in mul_wide's 64-bit-pair layout (each 32x32 product is
+// a mad.lo.cc + madc.hi.cc pair of the same operands into two adjacent words: one IMAD.WIDE).
+// Wide mads (N limbs): N(N-1)/2 cross products a_i a_j (i < j) + N squares a_i^2 + N^2 for the
+// reduction (Fr: N(N-1), mul_wide's p_0 = 1 shortcut): Fp 66 + 12 + 144 = 222 against mul_wide's
+// 288, Fr 28 + 8 + 56 = 92 against 120; plus ~8N adds (merge, doubling, adding the high half,
+// the conditional subtraction) and 3 ops per reduction round. In the sm_90 cubin (ff_test.cu's
+// chain probes, per operation): Fp 222 wide products and ~372 instructions against mul_wide's 288
+// and ~387, Fr 92 and ~258 against 120 and ~257 (the extra adds go to the ALU pipe, the products
+// to the IMAD pipe that bounds mul_wide). The steps:
+//   1. C = sum_{i<j} a_i a_j 2^(32(i+j)) into E (pairs at even positions) and O (odd positions),
+//      both indexed by absolute word position (sqr_row: row i is a_i times a_j, j > i).
+//   2. t = 2C + sum a_i^2 2^(64i) = a^2: merge E and O (2N-3 adds), double (2N-1 adds), add the
+//      squares (one chain of N wide mads at the even positions).
+//   3. L = t mod R by N reduction rounds (redc_round: mul_wide's rounds without the a b_i
+//      products) to (L + M p) / R, M < R; then add H = t / R, and subtract p once if needed.
+// Bounds (why no carry is dropped; steps 1-2 need only a < R, step 3 a < p):
+//   - After rows 0..i the arrays hold C_i = sum_{r<=i} a_r 2^(32r) sum_{j>r} a_j 2^(32j)
+//     < 2^(32N) (2^(32(i+1)) - 1) < 2^(32(N+i+1)) exactly: the one carry of the row that can meet
+//     an occupied word goes into word i+N, and overflowing there would need C_i >= 2^(32(N+i+1)).
+//     The other chain ends in a pair not yet written (its top word: hi(a_i a_j) + carry <= 2^32 - 1).
+//   - C = sum_j a_j 2^(32j) (a mod 2^(32j)) < (2^32 - 1) sum_j 2^(64j) < 2^(64N) / (2^32 + 1)
+//     < 2^(32(2N-1)): no carry out of the merge at word 2N-2; the doubling's carry is word 2N-1
+//     (always 0 for a < 2^(32N-1), kept for exactness); a^2 < R^2: none out of the squares.
+//   - Reduction, as in mul_wide: at the start of round k the value is < L / 2^(32k) + p, adding
+//     m p keeps it below 2^(32N) + (2^32 + 1) p < 2^(32(N+1)) (p < 2^(32N-1)), and each array is
+//     a non-negative part of it, so the carry into the odd array's top word never overflows.
+//     Then (L + M p) / R < 1 + p, H <= (p-1)^2 / R < p, so the sum (= a^2 R^-1 mod p) is < 2p < R
+//     (no carry out) and one conditional subtraction leaves it fully reduced (< p).
+// Input must be < p. Needs even N >= 4.
+namespace mont_detail {
+// Row i >= 1 of the cross products into the position-indexed arrays: top gets a_i a_j for odd
+// j > i (its last pair, a_i a_(N-1) at words i+N-1 and i+N, not yet written), low those for even
+// j > i (ending at word i+N-1; its carry goes into top's word i+N). top is O for even i, E for odd.
+template <int N>
+__device__ __forceinline__ void sqr_row(u32* top, u32* low, const u32* a, int i) {
+    const u32 ai = a[i];
+    const int jt = (i & 1) ? i + 2 : i + 1, jl = (i & 1) ? i + 1 : i + 2;
+    if (jt == N - 1) {
+        const u64 pr = (u64)a[N - 1] * ai;
+        top[i + N - 1] = (u32)pr; top[i + N] = (u32)(pr >> 32);
+    } else {
+        top[i + jt] = ptx::mad_lo_cc(a[jt], ai, top[i + jt]);
+        top[i + jt + 1] = ptx::madc_hi_cc(a[jt], ai, top[i + jt + 1]);
+#pragma unroll
+        for (int j = jt + 2; j < N - 1; j += 2) {
+            top[i + j] = ptx::madc_lo_cc(a[j], ai, top[i + j]);
+            top[i + j + 1] = ptx::madc_hi_cc(a[j], ai, top[i + j + 1]);
+        }
+        top[i + N - 1] = ptx::madc_lo_cc(a[N - 1], ai, 0);
+        top[i + N] = ptx::madc_hi(a[N - 1], ai, 0);
+    }
+    if (jl <= N - 2) {
+        low[i + jl] = ptx::mad_lo_cc(a[jl], ai, low[i + jl]);
+        low[i + jl + 1] = ptx::madc_hi_cc(a[jl], ai, low[i + jl + 1]);
+#pragma unroll
+        for (int j = jl + 2; j <= N - 2; j += 2) {
+            low[i + j] = ptx::madc_lo_cc(a[j], ai, low[i + j]);
+            low[i + j + 1] = ptx::madc_hi_cc(a[j], ai, low[i + j + 1]);
+        }
+        top[i + N] = ptx::addc(top[i + N], 0);
+    }
+}
+// One reduction round on (aligned ev, shifted od), as mad_redc_round without the a * bi products:
+// fold od's word at position 0 into ev[0], m = ev[0] * INV, od = (od >> 64) + the odd limbs of
+// m p (+ that fold's carry), ev += the even limbs. first: od is empty.
+template <class P>
+__device__ __forceinline__ void redc_round(u32* ev, u32* od, bool first) {
+    constexpr int N = P::N;
+    u32 p[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) p[j] = P::mod(j);
+    u32 m;
+    if (first) {
+        m = ev[0] * P::INV;
+#pragma unroll
+        for (int j = 0; j < N; j += 2) {
+            const u64 po = (u64)p[j + 1] * m;
+            od[j] = (u32)po; od[j + 1] = (u32)(po >> 32);
+        }
+    } else {
+        ev[0] = ptx::add_cc(ev[0], od[1]);
+        m = ev[0] * P::INV;             // not a carry instruction: the carry waits in CC.CF
+        madc_rshift<N>(od, p + 1, m);   // ... and enters at position 1 (od[0])
+    }
+    cmad_mod_even<P>(ev, p, m);  // ev[0] becomes 0
+    od[N - 1] = ptx::addc(od[N - 1], 0);
+}
+}  // namespace mont_detail
+
+template <class P>
+__device__ __forceinline__ mont_t<P> sqr_wide(const mont_t<P>& x) {
+    constexpr int N = P::N;
+    static_assert(N % 2 == 0 && N >= 4, "sqr_wide needs an even number of limbs, at least 4");
+    const u32* a = x.v;
+    u32 e[2 * N], o[2 * N];  // word k at position k; e[0..1], o[0] and the top words stay unused
+    // 1. cross products; row 0 writes fresh words only
+#pragma unroll
+    for (int j = 1; j < N; j += 2) {
+        const u64 pr = (u64)a[j] * a[0];
+        o[j] = (u32)pr; o[j + 1] = (u32)(pr >> 32);
+    }
+#pragma unroll
+    for (int j = 2; j < N; j += 2) {
+        const u64 pr = (u64)a[j] * a[0];
+        e[j] = (u32)pr; e[j + 1] = (u32)(pr >> 32);
+    }
+#pragma unroll
+    for (int i = 1; i < N - 1; i++) {
+        if (i & 1) mont_detail::sqr_row<N>(e, o, a, i);
+        else mont_detail::sqr_row<N>(o, e, a, i);
+    }
+    // 2. t = 2 (e + o) + squares, in e (word 0 of e + o is 0, word 1 is o[1])
+    e[2] = ptx::add_cc(e[2], o[2]);
+#pragma unroll
+    for (int k = 3; k < 2 * N - 2; k++) e[k] = ptx::addc_cc(e[k], o[k]);
+    e[2 * N - 2] = ptx::addc(o[2 * N - 2], 0);
+    e[0] = 0;
+    e[1] = ptx::add_cc(o[1], o[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * N - 1; k++) e[k] = ptx::addc_cc(e[k], e[k]);
+    e[2 * N - 1] = ptx::addc(0, 0);
+    e[0] = ptx::mad_lo_cc(a[0], a[0], e[0]);
+    e[1] = ptx::madc_hi_cc(a[0], a[0], e[1]);
+#pragma unroll
+    for (int i = 1; i < N - 1; i++) {
+        e[2 * i] = ptx::madc_lo_cc(a[i], a[i], e[2 * i]);
+        e[2 * i + 1] = ptx::madc_hi_cc(a[i], a[i], e[2 * i + 1]);
+    }
+    e[2 * N - 2] = ptx::madc_lo_cc(a[N - 1], a[N - 1], e[2 * N - 2]);
+    e[2 * N - 1] = ptx::madc_hi(a[N - 1], a[N - 1], e[2 * N - 1]);
+    // 3. reduce the low half e[0..N-1] (in place, with o[0..N-1] as the second array)
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        mont_detail::redc_round<P>(e, o, i == 0);
+        mont_detail::redc_round<P>(o, e, false);
+    }
+    // (L + M p) / R = e + (o >> 32) (o is the aligned array of the last round, o[0] = 0); + H
+    u32 t[N];
+    t[0] = ptx::add_cc(e[0], o[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(e[j], o[j + 1]);
+    t[N - 1] = ptx::addc(e[N - 1], 0);
+    t[0] = ptx::add_cc(t[0], e[N]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(t[j], e[N + j]);
+    return mont_reduce_once<P>(t, ptx::addc(0, 0));
+}
+
 // a * b: mul_wide when the module defines MONT_MUL_WIDE 1 before its includes (the MSM and
 // fixed-base modules: H200 Fp 17.4 -> see BENCHMARKS), else mul_cios (the NTT's _w kernels call
 // mul_wide directly; the other kernels and the field tests keep CIOS as the independent reference).
@@ -250,8 +405,12 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
     return mul_cios(a, b);
 }
 
+// a * a: sqr_wide when MONT_MUL_WIDE is 1 (the same modules as mul_wide), else mul_cios.
 template <class P>
-__device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) { return a * a; }
+__device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) {
+    if (MONT_MUL_WIDE) return sqr_wide(a);
+    return a * a;
+}
 
 // Standard form -> Montgomery form: a * R^2 * R^-1. One mul.
 template <class P>
