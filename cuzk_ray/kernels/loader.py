@@ -117,7 +117,8 @@ def load_library(name: str, arch: str):
                 except OSError as exc:
                     log.warning("precompiled %s not loaded (%s)", path, exc)
             else:
-                log.info("no precompiled %s (python -m cuzk_ray.kernels.build makes it)", path.name)
+                log.warning("no precompiled %s: using the slower fallback (python -m cuzk_ray.kernels.build "
+                            "makes it; needs nvcc)", path.name)
             _modules[key] = lib
         return _modules[key]
 
