@@ -1,6 +1,9 @@
 """Ctrl-C in the middle of a running batch job (tests of the batch job and of the `cuzk-ray`
 command share it): wait for k partitions on disk, then SIGINT while the job is stopped, so the
-interrupt lands mid-batch and never after the end."""
+interrupt lands mid-batch and never after the end. The job is started by ``start`` with SIGINT at
+its default: a shell without job control (a CI runner's background step, `cmd &` in a script)
+starts its children with SIGINT ignored (POSIX), which Python keeps, and the test would then
+depend on the interrupt landing while a partition is being written."""
 
 from __future__ import annotations
 
@@ -10,6 +13,17 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(cmd: list[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen(cmd, text pipes, **kwargs) with SIGINT at its default in the child (as
+    for a job run in the foreground of a terminal, whatever started this test)."""
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint, **kwargs)
 
 
 def wait_for_entries(out: Path, k: int, job: subprocess.Popen) -> None:

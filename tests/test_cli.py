@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import snarkjs_verify
-from interrupt import interrupt_mid_batch
+from interrupt import interrupt_mid_batch, start
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "circom"
@@ -190,9 +190,8 @@ def test_engine_auto_goes_to_ray_when_ray_settings_are_given_and_ray_is_quiet(tm
 def test_sigint_through_the_command_is_one_line_and_keeps_finished_proofs(tmp_path, cache):
     """Ctrl-C to `cuzk-ray prove` mid-batch: exit 130, one line, the verified partitions kept."""
     out = tmp_path / "out"
-    job = subprocess.Popen([sys.executable, "-m", "cuzk_ray.cli", "prove", "backend=cpu", "circuit.constraints=256",
-                            "proofs=6", "circuit.partitions=2", f"output_dir={out}", f"cache_dir={cache}"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    job = start([sys.executable, "-m", "cuzk_ray.cli", "prove", "backend=cpu", "circuit.constraints=256",
+                 "proofs=6", "circuit.partitions=2", f"output_dir={out}", f"cache_dir={cache}"], env=env())
     _, _, kept = interrupt_mid_batch(job, out)
     partial = json.loads((out / "manifest.partial.json").read_text())
     assert len(partial["proofs"]) == kept >= 3 and not (out / "manifest.json").exists()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import snarkjs_verify
-from interrupt import interrupt_mid_batch, wait_for_entries
+from interrupt import interrupt_mid_batch, start, wait_for_entries
 from mounted import run_on_tmpfs, unshare_works
 
 from cuzk_ray.field import Q_MOD, R_MOD
@@ -188,8 +188,7 @@ def test_resume_proves_only_what_is_missing(tmp_path, cache):
 def test_sigint_mid_batch_keeps_the_finished_proofs_and_resume_finishes(tmp_path, cache, engine):
     """engine=ray too: the interrupt lands in Ray's wait, the actors and Ray are shut down."""
     out = tmp_path / "out"
-    job = subprocess.Popen(prove_cmd(out, cache, "proofs=6", "circuit.partitions=2", engine=engine),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    job = start(prove_cmd(out, cache, "proofs=6", "circuit.partitions=2", engine=engine), env=env())
     _, _, kept = interrupt_mid_batch(job, out)
     assert 3 <= kept < 12
     assert not (out / "manifest.json").exists()
