@@ -171,4 +171,8 @@ def test_a_node_that_joins_replaces_the_lost_one(cluster, tmp_path):
     entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["proofs"]
     assert len(entries) == 100
     assert "a replacement starts on node" in buf, "\n".join(lines[-30:])
-    assert len({e["prover_node"] for e in entries}) == 3, "\n".join(lines[-30:])  # head, B, then C
+    # C's prover proved partitions of this batch; B may have proved none before it was lost (on
+    # loaded cores its first partition can still be running at 5/100: seen once in CI)
+    c_node = re.search(r"a replacement starts on node ([0-9a-f]+)", buf).group(1)
+    nodes = {e["prover_node"] for e in entries}
+    assert any(n.startswith(c_node) for n in nodes) and len(nodes) >= 2, "\n".join(lines[-30:])
