@@ -41,6 +41,19 @@ class ServiceProcess:
     def text(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def wait_text(self, *needles: str, timeout: float = 30) -> str:
+        """The log once it holds any of ``needles`` (a line a Ray worker logs reaches this file
+        through Ray's log monitor, a moment after the action it reports); AssertionError with the
+        log's tail after ``timeout`` seconds."""
+        deadline = time.time() + timeout
+        while True:
+            text = self.text()
+            if any(n in text for n in needles):
+                return text
+            if time.time() > deadline:
+                raise AssertionError(f"none of {needles} in the service's log after {timeout} s:\n{text[-3000:]}")
+            time.sleep(0.1)
+
     def request(self, method: str, path: str, body=None, token: str | None | bool = True, raw: bytes | None = None,
                 timeout: float = 30):
         """(status, JSON answer); ``token``: True = the service's, False/None = no header, a str = that one."""

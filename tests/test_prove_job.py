@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import snarkjs_verify
+from conftest import snarkjs_verify, snarkjs_verify_many
 
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
 from cuzk_ray.groth16.verifier import verify
@@ -34,8 +34,11 @@ def check_manifest(out: Path, snarkjs=None):
         vk = read_verification_key(out / e["verification_key"])
         assert e["verified"] is True
         assert verify(vk, read_public(out / e["public"]), read_proof(out / e["proof"]))
-        if snarkjs is not None:
-            assert snarkjs_verify(snarkjs, out / e["verification_key"], out / e["public"], out / e["proof"])
+    if snarkjs is not None:  # the CLI on one, snarkjs's same verify on all in one process
+        e = entries[0]
+        assert snarkjs_verify(snarkjs, out / e["verification_key"], out / e["public"], out / e["proof"])
+        triples = [(out / e["verification_key"], out / e["public"], out / e["proof"]) for e in entries]
+        assert snarkjs_verify_many(snarkjs, triples) == [True] * len(entries)
     return entries
 
 

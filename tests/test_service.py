@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cluster import free_port
-from conftest import snarkjs_verify
+from conftest import snarkjs_verify, snarkjs_verify_many
 from service import ROOT, ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -52,10 +52,7 @@ def test_healthz_is_503_until_the_provers_are_up_then_200(svc):
     assert 503 in codes, codes  # the service answered before it was ready, and said so
     first = seen[codes.index(503)][1]
     assert set(first) == {"error"} and ("starting" in first["error"] or "not running" in first["error"])
-    deadline = time.time() + 10  # jobs/serve.py says so too (it looks every 0.5 s)
-    while "service: ready at" not in svc.text() and time.time() < deadline:
-        time.sleep(0.1)
-    assert f"service: ready at {svc.url}" in svc.text()
+    svc.wait_text(f"service: ready at {svc.url}")  # jobs/serve.py says so too (it looks every 0.5 s)
 
 
 def test_every_route_but_healthz_needs_the_token(svc):
@@ -159,12 +156,10 @@ def test_result_is_409_until_done_then_verified_by_snarkjs(svc, snarkjs, tmp_pat
     assert all(v >= 0 for v in st["timings"].values())
     code, res = svc.request("GET", f"/v1/proofs/{pid}/result")
     assert code == 200 and len(res["partitions"]) == 3
-    publics = set()
-    for k in range(3):
-        vk, public, proof = write_result(tmp_path, res, k)
-        assert snarkjs_verify(snarkjs, vk, public, proof)
-        publics.add(public.read_text())
-    assert len(publics) == 3  # three partitions, three statements
+    triples = [write_result(tmp_path, res, k) for k in range(3)]
+    assert snarkjs_verify(snarkjs, *triples[0])  # the CLI, and its same verify on all three in one process
+    assert snarkjs_verify_many(snarkjs, triples) == [True] * 3
+    assert len({public.read_text() for _, public, _ in triples}) == 3  # three partitions, three statements
     # negative twin: a partition's proof against another partition's public inputs
     vk, public0, _ = write_result(tmp_path, res, 0)
     _, _, proof1 = write_result(tmp_path, res, 1)

@@ -68,7 +68,7 @@ def test_preload_then_lru_eviction_under_the_budget(sized):
     wait_resident(svc, kid(256))
     assert sorted(resident(svc)) == sorted([kid(64), kid(256)])  # not 64: it was used later than 128
     assert svc.request("GET", "/v1/status")[1]["key_bytes"] <= budget
-    assert f"key {kid(128)} evicted (least recently used: room for {kid(256)})" in svc.text()
+    svc.wait_text(f"key {kid(128)} evicted (least recently used: room for {kid(256)})")
 
 
 def test_a_proof_loads_its_key_and_a_busy_key_is_not_evicted(sized):

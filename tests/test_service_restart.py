@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from cluster import LocalCluster
-from conftest import snarkjs_verify
+from conftest import snarkjs_verify, snarkjs_verify_many
 from service import ServiceProcess
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -107,25 +107,28 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
         # the same request again after the restart: the same proof, not a second one
         assert svc.request("POST", "/v1/proofs", {"request_id": "restart-0", "circuit": dict(SMALL, seed=10)}) == (
             200, {"proof_id": batch[0], "state": "done"})
+        triples = []  # every partition of every proof, verified by snarkjs below
         for p in [before, *batch]:
             code, res = svc.request("GET", f"/v1/proofs/{p}/result")
             assert code == 200 and len(res["partitions"]) == P
-            vk = tmp_path / "vk.json"
+            vk = tmp_path / f"vk-{p}.json"
             vk.write_text(json.dumps(res["verification_key"]))
             for k, part in enumerate(res["partitions"]):
-                (tmp_path / "public.json").write_text(json.dumps(part["public"]))
-                (tmp_path / "proof.json").write_text(json.dumps(part["proof"]))
-                assert snarkjs_verify(snarkjs, vk, tmp_path / "public.json", tmp_path / "proof.json"), (p, k)
+                public, proof = tmp_path / f"public-{p}-{k}.json", tmp_path / f"proof-{p}-{k}.json"
+                public.write_text(json.dumps(part["public"]))
+                proof.write_text(json.dumps(part["proof"]))
+                triples.append((vk, public, proof))
             # nothing proved twice into the results: one journal line and one manifest entry per partition
             lines = (results / p / "journal.jsonl").read_text().splitlines()[1:]
             assert sorted(json.loads(x)["partition"] for x in lines) == list(range(P)), (p, lines)
             manifest = json.loads((results / p / "manifest.json").read_text())
             assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == list(range(P))
+        assert snarkjs_verify(snarkjs, *triples[-1])  # the CLI on one, its same verify on all in one process
+        assert snarkjs_verify_many(snarkjs, triples) == [True] * len(triples)
         resumed = [p for p, n in on_disk.items() if 0 < n < P]
-        text = svc.text()
         said = [f"proof {p}: {on_disk[p]} of {P} partition(s) already on disk" for p in resumed]
-        assert any(line in text for line in said), text[-3000:]
-        assert "queued and" in text and "running proof(s) to complete" in text
+        svc.wait_text(*said)
+        assert "queued and" in svc.wait_text("running proof(s) to complete")
     finally:
         assert svc.stop() == 0, svc.text()[-3000:]
         cluster.stop()
