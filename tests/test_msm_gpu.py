@@ -148,6 +148,24 @@ def test_mixed_bits_and_uniform(table, n, frac_bits):
     assert run(table, ks, sc) == want, f"n={n} frac_bits={frac_bits} seed {SEED}"
 
 
+@pytest.mark.parametrize("n", [1, 7, 4097, 2**16 + 3])
+def test_no_split_sends_zeros_and_ones_through_the_windows(table, n):
+    """split=False (the H MSM: uniform scalars): every scalar through the windows, 0 and 1 and the
+    limb edges included, the same sum as with the split and the oracle."""
+    rng = random.Random(SEED + 400 + n)
+    edge = [0, 1, 2**64, 2**64 + 1, R_MOD - 1, 1, 0]
+    sc = (edge + scalars_mix(rng, n, 0.3))[:n]
+    ks = [rng.randrange(0, TABLE + 1) for _ in sc]
+    ks[0] = ks[0] or 1  # a point other than infinity first (the negative twin changes its scalar)
+    _, rows = table
+    pts = np.ascontiguousarray(rows[np.asarray(ks, dtype=np.int64)])
+    want = expected(table[0], ks, sc)
+    assert point(cuda_msm.msm_g1(pts, fr_to_limbs(sc), split=False)) == want, f"seed {SEED}"
+    assert point(cuda_msm.msm_g1(pts, fr_to_limbs(sc), split=True)) == want
+    sc[0] = (sc[0] + 1) % R_MOD  # negative twin: another scalar, another sum
+    assert point(cuda_msm.msm_g1(pts, fr_to_limbs(sc), split=False)) != want
+
+
 def test_device_inputs_and_windows(table):
     rng = random.Random(SEED + 300)
     n = 3001

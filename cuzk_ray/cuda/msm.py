@@ -17,7 +17,8 @@ point) entries on the key's bits only (cuda/sort.py: CUB) -> segmented bucket ac
 entries per thread whatever the bucket sizes (msm_seg_points, then msm_seg_partials for buckets
 that cross segments) -> bucket reduction (bucket_reduce: msm_chunks running sums, recursively)
 -> one sum per window. The host combines the W window sums and the scalar-1 sum with Python ints
-(ref/g1.py, ref/g2.py): ~c W doublings, then one inversion.
+(ref/g1.py, ref/g2.py): ~c W doublings, then one inversion (``finish``; ``msm_parts`` is the
+device part alone, for callers that let the device go before the host work).
 
 Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
@@ -515,15 +516,58 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     return out
 
 
+@dataclass
+class MsmParts:
+    """What an MSM's kernels leave for the host (numpy, XYZZ rows in Montgomery form, already
+    copied off the device): ``windows`` the W window sums, highest last, to be combined by Horner
+    with ``c`` doublings between them (one row when a table of window multiples merged the
+    windows: ``c`` 0); ``ones`` the sum of the scalar-1 points. ``finish`` combines them with
+    Python ints, ~c W XYZZ doublings: G1 ~4 ms, G2 ~12 ms at c = 20, W = 13 on a 2-core VM, so
+    callers that hold a device (backends/cuda.py) finish after letting it go."""
+
+    group: Group
+    windows: np.ndarray | None
+    c: int
+    ones: np.ndarray | None
+
+
 def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
-        use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
-    """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard).
+        use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> np.ndarray:
+    """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard):
+    ``finish(msm_parts(...))``; see msm_parts for the arguments."""
+    return finish(msm_parts(g, points, scalars, window, timings, use_table, accumulate, split))
+
+
+def finish(parts: MsmParts) -> np.ndarray:
+    """The affine result (numpy uint64[2, *g.elem], standard form) of an MSM's parts: the window
+    sums by Horner (c doublings between windows), plus the scalar-1 sum; host only."""
+    g = parts.group
+    ref = g.ref
+    acc = ref.INF_XYZZ
+    if parts.windows is not None:
+        for w, p in enumerate(reversed(xyzz_rows_to_ints(g, parts.windows))):
+            if w:
+                for _ in range(parts.c):
+                    acc = ref.xyzz_dbl(acc)
+            acc = ref.xyzz_add(acc, p)
+    if parts.ones is not None:
+        acc = ref.xyzz_add(acc, xyzz_rows_to_ints(g, parts.ones)[0])
+    return g.affine_to_limbs(ref.xyzz_to_affine(acc))
+
+
+def msm_parts(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
+              use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> MsmParts:
+    """The device part of sum_i scalars[i] * points[i] in group g (every kernel, and the few
+    rows they leave copied to the host); ``finish`` completes it.
     points: affine standard form (converted per call) or Bases (prepare_bases). window: c of the
     per-window path (default: by size). use_table: bases with a table of window multiples use it
     (and its c) when True, never when False; None (default): when no window is given and at least
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events).
-    accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE)."""
+    accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE).
+    split: sort out the scalars 0 and 1 first (msm_classify; they cost nothing and one addition);
+    False sends every scalar through the windows (as correct: a 0 has no digits, a 1 one), for
+    scalars known to be uniform (the H query's), saving the classification's ~4.4 ms at 2^27."""
     if accumulate not in (None, "xyzz", "affine"):
         raise ValueError(f"msm_{g.name}: accumulate {accumulate!r} is not 'xyzz' or 'affine'")
     cp = require_cupy()
@@ -542,16 +586,18 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
         raise ValueError(f"msm_{g.name}: {n} points is more than this kernel indexes (2^31 - 1)")
     if window is not None and not 2 <= window <= MAX_WINDOW:
         raise ValueError(f"msm_{g.name}: window {window} outside 2..{MAX_WINDOW}")
+    parts = MsmParts(g, None, 0, None)
     if n == 0:
-        return g.affine_to_limbs(None)
+        return parts
     if not isinstance(points, Bases):
         bases = prepare_bases(g, points)
         _mark(timer, "to_mont")
     pts = bases.mont
-    ref = g.ref
-    ones, rest = split_scalars(cp, s)
+    if split:
+        ones, rest = split_scalars(cp, s)
+    else:
+        ones, rest = cp.empty(0, dtype=cp.uint32), cp.arange(n, dtype=cp.uint32)
     _mark(timer, "split")
-    acc = ref.INF_XYZZ
     m = int(rest.shape[0])
     if use_table and bases.table is None:
         raise ValueError(f"msm_{g.name}: use_table without a table of window multiples (prepare_bases(table_window=))")
@@ -560,32 +606,26 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
     if use_table is None:
         use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
     if m and use_table:
-        c = bases.table_window
-        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, c, timer, table_n=n,
-                           accumulate=accumulate)
-        acc = xyzz_rows_to_ints(g, cp.asnumpy(sums))[0]
-        _mark(timer, "host")
+        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, bases.table_window, timer,
+                           table_n=n, accumulate=accumulate)
+        parts.windows = cp.asnumpy(sums)[:1]  # one row: the windows are merged
     elif m:
-        c = window or default_window(m)
-        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, c, timer, accumulate=accumulate)
-        for w, p in enumerate(reversed(xyzz_rows_to_ints(g, cp.asnumpy(sums)))):
-            if w:
-                for _ in range(c):
-                    acc = ref.xyzz_dbl(acc)
-            acc = ref.xyzz_add(acc, p)
-        _mark(timer, "host")
+        parts.c = window or default_window(m)
+        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, parts.c, timer, accumulate=accumulate)
+        parts.windows = cp.asnumpy(sums)
+    _mark(timer, "host")
     if ones.shape[0]:
-        acc = ref.xyzz_add(acc, xyzz_rows_to_ints(g, cp.asnumpy(sum_points(cp, g, pts, ones)))[0])
+        parts.ones = cp.asnumpy(sum_points(cp, g, pts, ones))
         _mark(timer, "ones")
     if timer is not None:
         timings.update(timer.ms())
-    return g.affine_to_limbs(ref.xyzz_to_affine(acc))
+    return parts
 
 
 def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None,
-           use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
+           use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
-    return msm(G1, points, scalars, window, timings, use_table, accumulate)
+    return msm(G1, points, scalars, window, timings, use_table, accumulate, split)
 
 
 def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None,

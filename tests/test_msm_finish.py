@@ -1,0 +1,58 @@
+"""The host half of a GPU MSM (cuda.msm.finish, CPU code): window sums in the kernels' layout
+(Montgomery XYZZ rows, highest window last) combined by Horner with c doublings between them, the
+scalar-1 sum added, against arkworks; a table MSM's single merged row; nothing = infinity."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import py_arkworks_bls12381 as ark
+import pytest
+
+from cuzk_ray.cuda.msm import G1, G2, MsmParts, finish
+from cuzk_ray.curve import g1_array, g1_coords, g2_array, g2_coords
+from cuzk_ray.field import FP_R, Q_MOD, R_MOD, fp_to_limbs
+from cuzk_ray.ref import g2 as g2_ref
+
+GROUPS = {"g1": (G1, ark.G1Point, g1_array), "g2": (G2, ark.G2Point, g2_array)}
+
+
+def xyzz_row(group: str, k: int, z: int) -> np.ndarray:
+    """k * generator as one Montgomery XYZZ row (uint64[1, 4, *elem]) with Z = z (ZZ = z^2,
+    ZZZ = z^3): what the kernels leave, not the affine point itself."""
+    g, cls, _ = GROUPS[group]
+    pt = cls() * ark.Scalar(k)
+    if group == "g1":
+        x, y = g1_coords(pt)
+        flat = [x * z * z % Q_MOD, y * z**3 % Q_MOD, z * z % Q_MOD, z**3 % Q_MOD]
+    else:
+        c = g2_coords(pt)
+        zz = g2_ref.mul((z, 0), (z, 0))
+        zzz = g2_ref.mul(zz, (z, 0))
+        x, y = g2_ref.mul((c[0], c[1]), zz), g2_ref.mul((c[2], c[3]), zzz)
+        flat = [*x, *y, *zz, *zzz]
+    return fp_to_limbs([v * FP_R % Q_MOD for v in flat]).reshape(1, 4, *g.elem)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_horner_over_the_windows_and_the_ones(group):
+    g, cls, to_array = GROUPS[group]
+    rng = random.Random(11)
+    c, ks, one = 5, [rng.randrange(1, R_MOD) for _ in range(4)], rng.randrange(1, R_MOD)
+    windows = np.concatenate([xyzz_row(group, k, rng.randrange(2, Q_MOD)) for k in ks])
+    want = to_array([cls() * ark.Scalar((sum(k << (c * w) for w, k in enumerate(ks)) + one) % R_MOD)])[0]
+    ones = xyzz_row(group, one, rng.randrange(2, Q_MOD))
+    assert np.array_equal(finish(MsmParts(g, windows, c, ones)), want)
+    # negative twins: the windows in the other order, or one doubling fewer, are other points
+    assert not np.array_equal(finish(MsmParts(g, windows[::-1].copy(), c, ones)), want)
+    assert not np.array_equal(finish(MsmParts(g, windows, c - 1, ones)), want)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_one_merged_row_and_nothing(group):
+    g, cls, to_array = GROUPS[group]
+    row = xyzz_row(group, 12345, 7)
+    assert np.array_equal(finish(MsmParts(g, row, 0, None)), to_array([cls() * ark.Scalar(12345)])[0])
+    assert not finish(MsmParts(g, None, 0, None)).any()  # no scalars but 0: infinity, all zero
+    assert np.array_equal(finish(MsmParts(g, None, 0, row)), to_array([cls() * ark.Scalar(12345)])[0])
