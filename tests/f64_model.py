@@ -9,7 +9,7 @@ binade, the carries are non-negative), so a bound violated by some input fails l
 
 `broken` selects a deliberately wrong variant, for the test that shows the checks can fail:
   "no_fma": the low half as round(x*y) + d (two roundings) instead of one FMA;
-  "bias": the accumulators start at 1.5 * 2^100 (without the -8 * 2^48 that cancels the carry bias).
+  "bias": the accumulators start at 1.5 * 2^100 (without the offsets that cancel the carry bias).
 """
 
 from __future__ import annotations
@@ -22,14 +22,10 @@ from cuzk_ray.field import Q_MOD, R_MOD
 
 M32, M48, M64 = (1 << 32) - 1, (1 << 48) - 1, (1 << 64) - 1
 TWO52 = 2.0**52
-ACC0 = 1.5 * 2.0**100 - 2.0**51
 LO0 = 1.5 * 2.0**52
-KC = ACC0 + LO0
+ACC0_FIRST = 1.5 * 2.0**100 - (8.0 + 0x4330) * 2.0**48
+ACC0 = 1.5 * 2.0**100 - (8.0 + 0x8968) * 2.0**48
 EXP52 = 0x43300000
-BITS_LO = 0x4330000000000000
-BITS_ACC = 0x4638000000000000
-ADD_MID = (-BITS_LO - BITS_ACC) % 2**64
-ADD_TOP = (-BITS_ACC + (1 << 51)) % 2**64
 
 FIELDS = {"fp": (Q_MOD, 12), "fr": (R_MOD, 8)}
 
@@ -83,8 +79,9 @@ def to_f64(words: list[int]) -> list[float]:
 def column(a: list[float], b: list[float], k: int, broken: str | None = None) -> tuple[float, float]:
     """f64_detail::column: (acc, lo) of column k."""
     nl = len(a)
-    acc0 = 1.5 * 2.0**100 if broken == "bias" else ACC0
+    acc0 = 1.5 * 2.0**100 if broken == "bias" else ACC0_FIRST if k == 0 else ACC0
     kc = acc0 + LO0
+    assert kc - LO0 == acc0, "acc0 + LO0 must be exact"
     i0, i1 = (0, k) if k < nl else (k - nl + 1, nl - 1)
     acc = fma(a[i0], b[k - i0], acc0)
     lo = fma(a[i0], b[k - i0], kc - acc)
@@ -104,25 +101,25 @@ def product_f64(a: list[float], b: list[float], n: int, broken: str | None = Non
     """product_f64: T = a*b as 2n words."""
     nl = len(a)
     nc = 2 * nl
-    limbs, carry, acc_prev = [], 0, 0.0
+    limbs, rc, acc_prev = [], 0, 0.0
     for k in range(nc):
         acc, lo = column(a, b, k, broken) if k < nc - 1 else (0.0, 0.0)
         if k == 0:
-            v = (bits(lo) - BITS_LO) % 2**64
+            s = bits(lo)
         elif k < nc - 1:
-            v = (bits(lo) + bits(acc_prev) + carry + ADD_MID) % 2**64
+            s = (bits(lo) + bits(acc_prev) + rc) % 2**64
         else:
-            v = (bits(acc_prev) + carry + ADD_TOP) % 2**64
-        assert v < 1 << 56, "biased column value out of range"
-        carry = v >> 48
-        limbs.append(v)
+            s = (bits(acc_prev) + rc) % 2**64
+        rc = s >> 48
+        if broken is None:  # the constant in bits 48.. and a carry' = carry + 8 in 0..15
+            base = 0x4330 if k == 0 else 0x8968 if k < nc - 1 else 0x4638
+            assert base <= rc < base + (16 if k < nc - 1 else 1), f"column {k}: raw carry {rc:#x}"
+        limbs.append(s)
         acc_prev = acc
-    if broken is None:
-        assert carry == 8, "the top carry must be the bias alone"
     t = []
     for q in range(nl):
         l0, h0 = limbs[2 * q] & M32, limbs[2 * q] >> 32
-        l1, h1 = limbs[2 * q + 1] & M32, (limbs[2 * q + 1] >> 32) & M32
+        l1, h1 = limbs[2 * q + 1] & M32, limbs[2 * q + 1] >> 32
         t += [l0, byte_perm(h0 & M32, l1, 0x5410), byte_perm(l1, h1, 0x5432)]
     return t[: 2 * n]
 

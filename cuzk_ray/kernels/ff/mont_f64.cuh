@@ -27,22 +27,34 @@
 //       acc_new) (that difference is exact: both on the 2^48 grid of one binade); lo += l is exact
 //       (|sum| <= 8 * 2^47 = 2^50 around the start 1.5 * 2^52), so bits(lo) = const + L exactly.
 //   So column k is L_k + 2^48 H_k exactly: 4 FP64 ops per product (DFMA, DADD, DFMA, DADD), 3 for
-//   the first of a column (its lo starts as fma(x, y, KC - acc) = 1.5 * 2^52 + l, KC = ACC0 +
-//   1.5 * 2^52). The integer decode of the bit patterns is free (the same registers).
-// Carries (integer): v_k = L_k + H_(k-1) + carry_(k-1) is kept biased, v'_k = v_k + 2^51 >= 0
-// (|L_k| <= 2^50), so the carry is an unsigned shift: carry'_k = v'_k >> 48 = carry_k + 8, and
-// the 8 is taken back by starting every acc at ACC0 = 1.5 * 2^100 - 8 * 2^48 (H_k reads as H_k - 8
-// against the constant bits(1.5 * 2^100)). All bias constants sit in the high words, so
-// v'_k = bits(lo_k) + bits(acc_(k-1)) + carry' + const is one IADD3 + one IADD3.X, the carry one
-// SHF, and the limb v'_k mod 2^48 = v_k mod 2^48 (2^51 = 8 * 2^48) is cut into words by the byte
-// permutes that repack the limbs: 3 integer ops per column + 1 per limb to repack.
+//   the first of a column (its lo starts as fma(x, y, (ACC0 + 1.5 * 2^52) - acc) = 1.5 * 2^52 + l;
+//   ACC0 + 1.5 * 2^52 is exact, still on the grid). The integer decode of the bit patterns is free.
+// Carries (integer): the column value v_k = L_k + H_(k-1) + carry_(k-1) is kept biased,
+// v'_k = v_k + 2^51 >= 0 (|L_k| <= 2^50), so its carry is an unsigned shift, carry'_k = v'_k >> 48
+// = carry_k + 8, and the limb is v'_k mod 2^48 = v_k mod 2^48 (2^51 = 8 * 2^48). The sum is taken
+// on the raw bit patterns, s_k = bits(lo_k) + bits(acc_(k-1)) + rc_(k-1) (one IADD3 + one IADD3.X),
+// whose exponent fields add up to a constant in bits 48..63 only: s_k = 0x8968 * 2^48 + v'_k. So
+// the limb is s_k's low 48 bits (the byte permutes that repack limbs into words drop the rest) and
+// the raw carry rc_k = s_k >> 48 (one SHF of the high word) = 0x8968 + carry'_k (column 0:
+// 0x4330 + carry'_0, s_0 = bits(lo_0)). Both offsets, 8 + 0x8968 (or 8 + 0x4330), are taken back
+// in the next column by starting acc_(k-1) that many units of 2^48 below 1.5 * 2^100 (ACC0): H then
+// reads low by exactly that against bits(1.5 * 2^100). 3 integer ops per column, 1 per limb to
+// repack; the top column (no products) checks out as s = 0x4638 * 2^48 + the top limb.
 //
-// Cost per multiply (counts from the sm_90 SASS are in the report of this branch; the plan):
-//   Fp (N = 12, NL = 8): 64 products: 4 * 64 - 15 = 241 DFMA/DADD + 16 DADD (conversion) on FP64;
-//       reduction 144 IMAD.WIDE + 12 IMAD (as sqr_wide's step 3); ~24 + 3 * 16 + 16 + ~60 ALU ops.
-//       mul_wide: 288 IMAD.WIDE. So the IMAD pipe does ~half the work, the FP64 pipe the rest.
-//   Fr (N = 8, NL = 6): 36 products: 4 * 36 - 11 = 133 FP64 + 12 conversion; reduction 56
-//       IMAD.WIDE (p_0 = 1) + 8 IMAD; mul_wide: 120 IMAD.WIDE.
+// Cost per multiply, planned: Fp (N = 12, NL = 8): 64 products, 4 * 64 - 15 = 241 FP64 ops + 8
+// DADD per converted operand; the reduction 144 wide mads + 12 IMAD (sqr_wide's step 3); mul_wide
+// has 288 wide mads. Fr (N = 8, NL = 6): 36 products, 4 * 36 - 11 = 133 FP64 + 6 per operand; the
+// reduction 56 wide mads (p_0 = 1) + 8; mul_wide 120.
+// Counted in the sm_90 cubin (nvcc 13.0, ff_test.cu's chain probes, one operand converted per
+// multiply, loop body / 2):
+//   Fp: 568.5 instructions: 249 FP64 (128 DFMA, 121 DADD), 132 IMAD.WIDE + 12 IMAD.HI + 20.5 other
+//       IMAD (308.5 IMAD-pipe slots, a wide or hi counting 2), 145 ALU (IADD3, PRMT, SHF, SEL);
+//       78 registers, no spills. mul_wide: 386.5 instructions, 588 IMAD-pipe slots, 70 registers.
+//   Fr: 386 instructions: 139 FP64, 182 IMAD-pipe slots, 111.5 ALU; 60 registers. mul_wide: 257
+//       instructions, 296 slots.
+// At 64 IMAD slots, 64 FP64 ops and 128 issued instructions per clock per SM, the Fp multiply
+// is bound by the IMAD pipe (308.5 vs mul_wide's 588) just before the issue rate (568.5 / 128);
+// Fr by the issue rate. Predictions are in the report of this change; not run on a GPU yet.
 // Exactness needs (checked in tests/f64_model.py, a word-for-word model): limbs < 2^48 and at most
 // 8 products per column (any 384-bit a, b: T = a*b is exact), then a, b < p for the reduction
 // (T < p R, as sqr_wide's bounds). IEEE round-to-nearest DFMA/DADD, never contracted or
@@ -52,16 +64,11 @@
 
 namespace f64_detail {
 constexpr double TWO52 = 0x1p52;
-constexpr double ACC0 = 0x1.8p100 - 0x1p51;  // 1.5 * 2^100 - 8 * 2^48: on the 2^48 grid
-constexpr double LO0 = 0x1.8p52;             // 1.5 * 2^52
-constexpr double KC = ACC0 + LO0;            // 1.5 * 2^100 + 2^52, exact
-constexpr u32 EXP52 = 0x43300000u;           // high word of 2^52
-// bits(lo) = 0x4330000000000000 + 2^51 + L; bits(acc) = 0x4638000000000000 + H - 8 (0x4638.. is
-// bits(1.5 * 2^100)). Middle columns: v' = bits(lo) + bits(acc_prev) + carry' - both constants.
-constexpr u64 BITS_LO = 0x4330000000000000ull;
-constexpr u64 BITS_ACC = 0x4638000000000000ull;
-constexpr u64 ADD_MID = 0ull - BITS_LO - BITS_ACC;      // both high-word only (low words 0)
-constexpr u64 ADD_TOP = 0ull - BITS_ACC + (1ull << 51);  // top column: no lo, add the 2^51 bias
+constexpr double LO0 = 0x1.8p52;  // 1.5 * 2^52: lo's start; bits(lo) = 0x4330 * 2^48 + 2^51 + L
+// acc's start, on the 2^48 grid of [2^100, 2^101): bits(acc) = 0x4638 * 2^48 + H - (8 + rc offset)
+constexpr double ACC0_FIRST = 0x1.8p100 - (8.0 + 0x4330) * 0x1p48;  // column 0 (its rc: 0x4330 + carry')
+constexpr double ACC0 = 0x1.8p100 - (8.0 + 0x8968) * 0x1p48;        // columns >= 1 (rc: 0x8968 + carry')
+constexpr u32 EXP52 = 0x43300000u;  // high word of 2^52
 
 __device__ __forceinline__ u64 bits(double x) { return (u64)__double_as_longlong(x); }
 __device__ __forceinline__ double from_words(u32 hi, u32 lo) { return __hiloint2double((int)hi, (int)lo); }
@@ -72,8 +79,9 @@ __device__ __forceinline__ double limb_double(u32 hi_exp, u32 lo) { return __dsu
 template <int NL>
 __device__ __forceinline__ void column(double& acc, double& lo, const double* a, const double* b, int k) {
     const int i0 = k < NL ? 0 : k - NL + 1, i1 = k < NL ? k : NL - 1;
-    acc = __fma_rn(a[i0], b[k - i0], ACC0);
-    lo = __fma_rn(a[i0], b[k - i0], __dsub_rn(KC, acc));  // 1.5 * 2^52 + l
+    const double acc0 = k == 0 ? ACC0_FIRST : ACC0;
+    acc = __fma_rn(a[i0], b[k - i0], acc0);
+    lo = __fma_rn(a[i0], b[k - i0], __dsub_rn(acc0 + LO0, acc));  // 1.5 * 2^52 + l (acc0 + LO0 exact)
 #pragma unroll
     for (int i = i0 + 1; i <= i1; i++) {
         const double x = a[i], y = b[k - i];
@@ -115,18 +123,18 @@ __device__ __forceinline__ void product_f64(u32* t, const f64_operand<P>& a, con
     using namespace f64_detail;
     constexpr int N = P::N, NL = f64_operand<P>::NL, NC = 2 * NL;  // columns 0..NC-1 (NC-1: carry only)
     u64 limb[NC];
-    u32 carry = 0;
+    u32 rc = 0;  // raw carry: 0x4330 or 0x8968 + carry'
     double acc_prev = 0;
 #pragma unroll
     for (int k = 0; k < NC; k++) {
         double acc = 0, lo = 0;
         if (k < NC - 1) column<NL>(acc, lo, a.v, b.v, k);
-        u64 v;
-        if (k == 0) v = bits(lo) - BITS_LO;
-        else if (k < NC - 1) v = bits(lo) + bits(acc_prev) + (u64)carry + ADD_MID;
-        else v = bits(acc_prev) + (u64)carry + ADD_TOP;
-        carry = (u32)(v >> 48);
-        limb[k] = v;  // its low 48 bits are limb k of T; bits 48.. are the carry, dropped below
+        u64 s;
+        if (k == 0) s = bits(lo);
+        else if (k < NC - 1) s = bits(lo) + bits(acc_prev) + (u64)rc;
+        else s = bits(acc_prev) + (u64)rc;
+        rc = (u32)(s >> 48);
+        limb[k] = s;  // its low 48 bits are limb k of T; bits 48.. (constant + carry) are dropped below
         acc_prev = acc;
     }
     // limbs (48 bits) -> words: 3 words per 2 limbs, one PRMT for each of the two shared words
