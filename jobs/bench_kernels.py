@@ -378,12 +378,16 @@ def bench_setup(cp, sizes, runs: int) -> None:
 
 def mul_throughput(cp) -> None:
     """Field multiplications (squarings for the sqr probes) per second of the Montgomery kernels
-    (2 independent chains per thread)."""
+    (2 independent chains per thread). _f64: mul_f64 (ff/mont_f64.cuh, the a*b products on FP64),
+    both operands converted to double limbs in every multiply; _f64_pre: the reused operand y
+    converted once."""
     from cuzk_ray.kernels.loader import get_kernel
 
     n, iters = 132 * 2048 * 4, 256
     probes = (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fr_sqr_wide_chain", 8),
-              ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12), ("fp_sqr_wide_chain", 12))
+              ("fr_mul_f64_chain", 8), ("fr_mul_f64_pre_chain", 8),
+              ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12), ("fp_sqr_wide_chain", 12),
+              ("fp_mul_f64_chain", 12), ("fp_mul_f64_pre_chain", 12))
     for name, words in probes:
         data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well
         data[:, 4:] = 0

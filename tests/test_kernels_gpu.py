@@ -52,9 +52,11 @@ def with_edges(values, p):
 
 
 def carry_edges(p, nbits):
-    """Inputs below p that stress the carry chains: all-ones limbs, the top bit, R and R^2 mod p."""
+    """Inputs below p that stress the carry chains: all-ones limbs (32-bit, and mul_f64's 48-bit ones),
+    the top bit, R and R^2 mod p."""
     top = nbits - 32
     vals = [(1 << k) - 1 for k in range(32, nbits, 32)] + [p - (1 << k) for k in range(32, nbits, 32)]
+    vals += [(1 << k) - 1 for k in range(48, nbits, 48)] + [p - (1 << k) for k in range(48, nbits, 48)]  # mul_f64
     vals += [((p >> top) - 1) << top | ((1 << top) - 1), (1 << (p.bit_length() - 1)) - 1, 1 << (p.bit_length() - 1),
              p // 2, (1 << nbits) % p, (1 << 2 * nbits) % p, 3, p - 3]
     return [v for v in vals if v < p]
@@ -63,7 +65,7 @@ def carry_edges(p, nbits):
 # ------------------------------------------------------------------------------- field arithmetic
 
 OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8,
-       "raw_mul_wide": 9, "raw_sqr_wide": 10}
+       "raw_mul_wide": 9, "raw_sqr_wide": 10, "raw_mul_f64": 11}
 
 
 def expected(op, a, b, p, nbits):
@@ -80,6 +82,7 @@ def expected(op, a, b, p, nbits):
         "raw_mul": a * b * pow(R, -1, p) % p,
         "raw_mul_wide": a * b * pow(R, -1, p) % p,
         "raw_sqr_wide": a * a * pow(R, -1, p) % p,
+        "raw_mul_f64": a * b * pow(R, -1, p) % p,
     }[op]
 
 
@@ -111,6 +114,9 @@ def test_field_ops(field, op, rng):
         assert got != [expected("add", x, y, p, nbits) for x, y in zip(a, b)]
     if op == "raw_sqr_wide":  # a square, not the product with b
         assert got != [expected("raw_mul_wide", x, y, p, nbits) for x, y in zip(a, b)]
+    if op == "raw_mul_f64":  # the product with b, not a square, and reduced by R^-1 (not a plain product)
+        assert got != [expected("raw_sqr_wide", x, y, p, nbits) for x, y in zip(a, b)]
+        assert got != [expected("mul", x, y, p, nbits) for x, y in zip(a, b)]
 
 
 @pytest.mark.parametrize("op", ["mul", "sqr"])

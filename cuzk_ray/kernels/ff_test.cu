@@ -2,12 +2,14 @@
 // standard-form little-endian limbs (uint64[n, k] viewed as uint32[n, 2k]).
 //
 // Ops 0..5 convert the inputs to Montgomery form, apply the op, and convert back, so they also
-// exercise to_mont / from_mont. Ops 6..10 act on the raw limbs to check the conversions alone
-// (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1).
+// exercise to_mont / from_mont. Ops 6..11 act on the raw limbs to check the conversions alone
+// (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1; 11: mul_f64,
+// the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1).
 #include "ff/bls12_381.cuh"
+#include "ff/mont_f64.cuh"
 
 enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,
-       OP_RAW_SQR_WIDE };
+       OP_RAW_SQR_WIDE, OP_RAW_MUL_F64 };
 
 template <class F>
 __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
@@ -22,7 +24,8 @@ __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
         case OP_FROM_MONT: return from_mont(a);
         case OP_RAW_MUL: return a * b;  // a*b*R^-1
         case OP_RAW_MUL_WIDE: return mul_wide(a, b);
-        default: return sqr_wide(a);  // OP_RAW_SQR_WIDE
+        case OP_RAW_SQR_WIDE: return sqr_wide(a);
+        default: return mul_f64(a, b);  // OP_RAW_MUL_F64
     }
 }
 
@@ -83,3 +86,33 @@ __device__ __forceinline__ void sqr_chain(u32* data, int iters, u64 n) {
 }
 extern "C" __global__ void fr_sqr_wide_chain(u32* data, int iters, u64 n) { sqr_chain<fr_params>(data, iters, n); }
 extern "C" __global__ void fp_sqr_wide_chain(u32* data, int iters, u64 n) { sqr_chain<fp_params>(data, iters, n); }
+
+// The same shape for mul_f64 (ff/mont_f64.cuh): x = x * y, z = z * y, 2*iters muls per thread.
+// PRE = false: the operands are converted to 48-bit double limbs inside the multiplies; y is hidden
+// from the compiler each round by an empty asm, so its conversion is not hoisted out of the loop
+// (the round's two multiplies share it: 1.5 conversions per multiply, x or z and half of y);
+// PRE = true: y is converted once before the loop (an operand reused by many multiplies), 1 per
+// multiply. Each conversion: 8 DADD + 12 PRMT for Fp.
+template <class P, bool PRE>
+__device__ __forceinline__ void mul_f64_chain(u32* data, int iters, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
+    const f64_operand<P> yf = to_f64(y);
+    for (int r = 0; r < iters; r++) {
+        if (PRE) {
+            x = mul_f64(x, yf);
+            z = mul_f64(z, yf);
+        } else {
+#pragma unroll
+            for (int j = 0; j < P::N; j++) asm volatile("" : "+r"(y.v[j]));
+            x = mul_f64(x, y);
+            z = mul_f64(z, y);
+        }
+    }
+    store(data, i, x + z);
+}
+extern "C" __global__ void fr_mul_f64_chain(u32* data, int iters, u64 n) { mul_f64_chain<fr_params, false>(data, iters, n); }
+extern "C" __global__ void fr_mul_f64_pre_chain(u32* data, int iters, u64 n) { mul_f64_chain<fr_params, true>(data, iters, n); }
+extern "C" __global__ void fp_mul_f64_chain(u32* data, int iters, u64 n) { mul_f64_chain<fp_params, false>(data, iters, n); }
+extern "C" __global__ void fp_mul_f64_pre_chain(u32* data, int iters, u64 n) { mul_f64_chain<fp_params, true>(data, iters, n); }
