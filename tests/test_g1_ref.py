@@ -45,3 +45,19 @@ def test_xyzz_formulas_match_affine():
     neg = g1_ref.xyzz_from_affine((q[0], (-q[1]) % Q_MOD))
     assert g1_ref.xyzz_add(Q, neg)[2] == 0  # P + (-P) = infinity
     assert g1_ref.on_curve(g1_ref.xyzz_to_affine(s)) and not g1_ref.on_curve((p[0], p[1] + 1))
+
+
+def test_fp_inverses_and_xyzz_to_affine_many():
+    """One inversion for many (Montgomery's trick) equals one pow each; the batch conversion equals
+    the per-point one, infinity among them; negative twin: a changed Z gives another point."""
+    rng = random.Random(6)
+    vals = [rng.randrange(1, Q_MOD) for _ in range(9)] + [1, Q_MOD - 1]
+    assert g1_ref.fp_inverses(vals) == [pow(v, -1, Q_MOD) for v in vals] and g1_ref.fp_inverses([]) == []
+    pts = [g1_ref.affine_mul(rng.randrange(1, R_MOD), g1_ref.G1_GEN) for _ in range(5)]
+    zs = [rng.randrange(2, Q_MOD) for _ in pts]
+    xyzz = [(x * z * z % Q_MOD, y * z**3 % Q_MOD, z * z % Q_MOD, z**3 % Q_MOD) for (x, y), z in zip(pts, zs)]
+    xyzz.insert(1, g1_ref.INF_XYZZ)
+    got = g1_ref.xyzz_to_affine_many(xyzz)
+    assert got == [g1_ref.xyzz_to_affine(p) for p in xyzz] and got[1] is None and got[0] == pts[0]
+    X, Y, ZZ, ZZZ = xyzz[0]
+    assert g1_ref.xyzz_to_affine_many([(X, Y, ZZ + 1, ZZZ)])[0] != pts[0]

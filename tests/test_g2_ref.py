@@ -109,3 +109,17 @@ def test_fixed_base_window_table(group):
         assert np.array_equal(tab[256 * w + d], want), (w, d)
     assert not tab[256 * 3].any()  # d = 0 rows are unused (infinity)
     assert not np.array_equal(tab[256 * 2 + 1], tab[256 * 1 + 1])
+
+
+def test_xyzz_to_affine_many_is_one_inversion_for_all():
+    """The batch conversion (conj / norm, the norms inverted together) equals the per-point one,
+    infinity among them; and its negative twin: a point's Z changed, another affine point."""
+    rng = random.Random(5)
+    pts = [g2_ref.affine_mul(rng.randrange(1, R_MOD), g2_ref.G2_GEN) for _ in range(6)]
+    xyzz = [scale(p, rand_fp2(rng)) for p in pts]
+    xyzz.insert(2, g2_ref.INF_XYZZ)
+    got = g2_ref.xyzz_to_affine_many(xyzz)
+    assert got == [g2_ref.xyzz_to_affine(p) for p in xyzz] and got[2] is None and got[0] == pts[0]
+    assert g2_ref.xyzz_to_affine_many([]) == []
+    X, Y, ZZ, ZZZ = xyzz[0]
+    assert g2_ref.xyzz_to_affine_many([(X, Y, g2_ref.add(ZZ, (1, 0)), ZZZ)])[0] != pts[0]

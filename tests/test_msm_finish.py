@@ -56,3 +56,11 @@ def test_one_merged_row_and_nothing(group):
     assert np.array_equal(finish(MsmParts(g, row, 0, None)), to_array([cls() * ark.Scalar(12345)])[0])
     assert not finish(MsmParts(g, None, 0, None)).any()  # no scalars but 0: infinity, all zero
     assert np.array_equal(finish(MsmParts(g, None, 0, row)), to_array([cls() * ark.Scalar(12345)])[0])
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_a_sum_that_cancels_is_infinity(group):
+    g, _, _ = GROUPS[group]
+    got = finish(MsmParts(g, xyzz_row(group, 12345, 3), 0, xyzz_row(group, R_MOD - 12345, 5)))
+    assert got.shape == (2, *g.elem) and not got.any()
+    assert finish(MsmParts(g, xyzz_row(group, 12345, 3), 0, xyzz_row(group, R_MOD - 12344, 5))).any()  # negative

@@ -80,6 +80,29 @@ def xyzz_to_affine(p):
     return X * pow(ZZ, -1, P) % P, Y * pow(ZZZ, -1, P) % P
 
 
+def fp_inverses(vals: list[int]) -> list[int]:
+    """The inverses mod P of the nonzero ``vals`` with one modular exponentiation for all of them
+    (Montgomery's trick: 3 (n - 1) products; one pow(v, -1, P) costs ~70 us in CPython 3.11, the
+    product ~0.3 us)."""
+    prefix, acc = [], 1
+    for v in vals:
+        prefix.append(acc)
+        acc = acc * v % P
+    inv = pow(acc, -1, P)
+    out = [0] * len(vals)
+    for i in range(len(vals) - 1, -1, -1):
+        out[i] = inv * prefix[i] % P
+        inv = inv * vals[i] % P
+    return out
+
+
+def xyzz_to_affine_many(points: list) -> list:
+    """[xyzz_to_affine(p) for p in points] (None for infinity) with one inversion for all."""
+    live = [p for p in points if p[2] % P]
+    invs = iter(fp_inverses([c for p in live for c in (p[2], p[3])]))
+    return [None if p[2] % P == 0 else (p[0] * next(invs) % P, p[1] * next(invs) % P) for p in points]
+
+
 def xyzz_dbl(p):
     X1, Y1, ZZ1, ZZZ1 = p
     if ZZ1 == 0:

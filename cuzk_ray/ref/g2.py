@@ -10,7 +10,7 @@ Formulas: EFD, shortw/xyzz (add-2008-s, dbl-2008-s-1), the same as ec/xyzz.cuh.
 from __future__ import annotations
 
 from ..field import Q_MOD as P
-from .g1 import double_and_add
+from .g1 import double_and_add, fp_inverses
 
 ZERO, ONE = (0, 0), (1, 0)
 B = (4, 4)  # 4 (u + 1)
@@ -99,6 +99,20 @@ def xyzz_to_affine(p):
     if is_zero(ZZ):
         return None
     return mul(X, inv(ZZ)), mul(Y, inv(ZZZ))
+
+
+def xyzz_to_affine_many(points: list) -> list:
+    """[xyzz_to_affine(p) for p in points] (None for infinity) with one Fp inversion for all: the
+    inverse of a in Fp2 is conj(a) / norm(a), norm(a) = a0^2 + a1^2 in Fp, and the norms are
+    inverted together (ref.g1.fp_inverses)."""
+    live = [p for p in points if not is_zero(p[2])]
+    norms = iter(fp_inverses([(c[0] * c[0] + c[1] * c[1]) % P for p in live for c in (p[2], p[3])]))
+
+    def over(v, c):  # v / c, with next(norms) = 1 / norm(c)
+        t = next(norms)
+        return mul(v, (c[0] * t % P, -c[1] * t % P))
+
+    return [None if is_zero(p[2]) else (over(p[0], p[2]), over(p[1], p[3])) for p in points]
 
 
 def xyzz_dbl(p):
