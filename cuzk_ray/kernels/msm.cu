@@ -2,6 +2,12 @@
 // (msm_digits, msm_seg_points, msm_seg_partials, msm_chunks, msm_sum_points, xyzz_sum_rows).
 // Host side: cuzk_ray/backends/cuda_msm.py.
 // Field products by mul_wide (64-bit-pair carry chains; ff/mont32.cuh); -DMONT_MUL_WIDE=0 for CIOS.
+// -DMONT_MUL_F64=1 (variant msm.cu:MONT_MUL_F64=1, default 0): every Fp product and square by
+// mul_f64 / sqr_f64 (ff/mont_f64.cuh: the a*b limb products on the FP64 units). msm_seg_points
+// then (sm_90, nvcc 13.0) 255 registers, 76 B spill stores (254 and none with mul_wide); per
+// accumulation step 6158 instructions, 2498 FP64, 3277 IMAD-pipe slots against 4262 / 0 / 5621.
+// NVVM converts each reused operand (ZZ, ZZZ, P, PP, PPP, R) to double limbs once by itself (11
+// conversions per mixed addition): converting them explicitly in xyzz_madd gave the same SASS.
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif

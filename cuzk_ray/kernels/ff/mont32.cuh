@@ -396,20 +396,45 @@ __device__ __forceinline__ mont_t<P> sqr_wide(const mont_t<P>& x) {
 // a * b: mul_wide when the module defines MONT_MUL_WIDE 1 before its includes (the MSM and
 // fixed-base modules: H200 Fp 17.4 -> see BENCHMARKS), else mul_cios (the NTT's _w kernels call
 // mul_wide directly; the other kernels and the field tests keep CIOS as the independent reference).
+// MONT_MUL_F64 1 (a compile-time variant, default 0; e.g. msm.cu:MONT_MUL_F64=1): mul_f64 of
+// ff/mont_f64.cuh instead (the a*b products on the FP64 units), and sqr too unless MONT_SQR_F64
+// is 0 (then sqr_wide). mont_f64.cuh is included at the end of this header only then, so every
+// other module compiles exactly the code it did.
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 0
 #endif
+#ifndef MONT_MUL_F64
+#define MONT_MUL_F64 0
+#endif
+#ifndef MONT_SQR_F64
+#define MONT_SQR_F64 MONT_MUL_F64
+#endif
+#if MONT_MUL_F64 || MONT_SQR_F64
+template <class P>
+__device__ __forceinline__ mont_t<P> mul_f64(const mont_t<P>& a, const mont_t<P>& b);  // ff/mont_f64.cuh
+template <class P>
+__device__ __forceinline__ mont_t<P> sqr_f64(const mont_t<P>& a);
+#endif
 template <class P>
 __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<P>& b) {
+#if MONT_MUL_F64
+    return mul_f64(a, b);
+#else
     if (MONT_MUL_WIDE) return mul_wide(a, b);
     return mul_cios(a, b);
+#endif
 }
 
-// a * a: sqr_wide when MONT_MUL_WIDE is 1 (the same modules as mul_wide), else mul_cios.
+// a * a: sqr_wide when MONT_MUL_WIDE is 1 (the same modules as mul_wide), else mul_cios;
+// sqr_f64 (mul_f64 with the operand converted once) when MONT_SQR_F64 is 1.
 template <class P>
 __device__ __forceinline__ mont_t<P> sqr(const mont_t<P>& a) {
+#if MONT_SQR_F64
+    return sqr_f64(a);
+#else
     if (MONT_MUL_WIDE) return sqr_wide(a);
     return a * a;
+#endif
 }
 
 // Standard form -> Montgomery form: a * R^2 * R^-1. One mul.
@@ -462,3 +487,7 @@ __device__ __forceinline__ void store(u32* base, u64 index, const mont_t<P>& a) 
     for (int q = 0; q < N / 4; q++)
         p[q] = make_uint4(a.v[4 * q], a.v[4 * q + 1], a.v[4 * q + 2], a.v[4 * q + 3]);
 }
+
+#if MONT_MUL_F64 || MONT_SQR_F64
+#include "ff/mont_f64.cuh"  // mul_f64, sqr_f64 (it includes this header: #pragma once skips it)
+#endif

@@ -183,3 +183,19 @@ template <class P>
 __device__ __forceinline__ mont_t<P> mul_f64(const mont_t<P>& a, const mont_t<P>& b) {
     return mul_f64(a, to_f64(b));
 }
+
+// a * b * R^-1 mod p with both operands already converted (to_f64 of values < p).
+template <class P>
+__device__ __forceinline__ mont_t<P> mul_f64(const f64_operand<P>& a, const f64_operand<P>& b) {
+    u32 t[2 * P::N];
+    product_f64<P>(t, a, b);
+    return redc_words<P>(t);
+}
+
+// a * a * R^-1 mod p (= sqr_wide(a)): the general product with one conversion (64 products for
+// Fp; a dedicated squaring would need 36). Input < p.
+template <class P>
+__device__ __forceinline__ mont_t<P> sqr_f64(const mont_t<P>& a) {
+    const f64_operand<P> x = to_f64(a);
+    return mul_f64(x, x);
+}
