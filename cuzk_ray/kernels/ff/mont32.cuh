@@ -332,6 +332,30 @@ __device__ __forceinline__ void redc_round(u32* ev, u32* od, bool first) {
     cmad_mod_even<P>(ev, p, m);  // ev[0] becomes 0
     od[N - 1] = ptx::addc(od[N - 1], 0);
 }
+
+// T R^-1 mod p for T = e[0..2N-1] < p R (sqr_wide's step 3; mul_f64's reduction): N rounds of
+// redc_round on the low half e[0..N-1] in place (o the second array), then (L + M p) / R =
+// e + (o >> 32) (o is the aligned array of the last round, o[0] = 0), + the high half, one
+// conditional subtraction; result < p.
+template <class P>
+__device__ __forceinline__ mont_t<P> redc_words(u32* e) {
+    constexpr int N = P::N;
+    u32 o[N];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        redc_round<P>(e, o, i == 0);
+        redc_round<P>(o, e, false);
+    }
+    u32 t[N];
+    t[0] = ptx::add_cc(e[0], o[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(e[j], o[j + 1]);
+    t[N - 1] = ptx::addc(e[N - 1], 0);
+    t[0] = ptx::add_cc(t[0], e[N]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(t[j], e[N + j]);
+    return mont_reduce_once<P>(t, ptx::addc(0, 0));
+}
 }  // namespace mont_detail
 
 template <class P>
@@ -375,22 +399,8 @@ __device__ __forceinline__ mont_t<P> sqr_wide(const mont_t<P>& x) {
     }
     e[2 * N - 2] = ptx::madc_lo_cc(a[N - 1], a[N - 1], e[2 * N - 2]);
     e[2 * N - 1] = ptx::madc_hi(a[N - 1], a[N - 1], e[2 * N - 1]);
-    // 3. reduce the low half e[0..N-1] (in place, with o[0..N-1] as the second array)
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        mont_detail::redc_round<P>(e, o, i == 0);
-        mont_detail::redc_round<P>(o, e, false);
-    }
-    // (L + M p) / R = e + (o >> 32) (o is the aligned array of the last round, o[0] = 0); + H
-    u32 t[N];
-    t[0] = ptx::add_cc(e[0], o[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(e[j], o[j + 1]);
-    t[N - 1] = ptx::addc(e[N - 1], 0);
-    t[0] = ptx::add_cc(t[0], e[N]);
-#pragma unroll
-    for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(t[j], e[N + j]);
-    return mont_reduce_once<P>(t, ptx::addc(0, 0));
+    // 3. reduce: the low half e[0..N-1] by N rounds, + the high half (redc_words)
+    return mont_detail::redc_words<P>(e);
 }
 
 // a * b: mul_wide when the module defines MONT_MUL_WIDE 1 before its includes (the MSM and

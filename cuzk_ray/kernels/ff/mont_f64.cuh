@@ -148,34 +148,12 @@ __device__ __forceinline__ void product_f64(u32* t, const f64_operand<P>& a, con
     }
 }
 
-// T R^-1 mod p for T = e[0..2N-1] < p R: sqr_wide's step 3 (N rounds of mul_wide's reduction on
-// the low half, + the high half, one conditional subtraction; result < p).
-template <class P>
-__device__ __forceinline__ mont_t<P> redc_words(u32* e) {
-    constexpr int N = P::N;
-    u32 o[N];
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-        mont_detail::redc_round<P>(e, o, i == 0);
-        mont_detail::redc_round<P>(o, e, false);
-    }
-    u32 t[N];
-    t[0] = ptx::add_cc(e[0], o[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(e[j], o[j + 1]);
-    t[N - 1] = ptx::addc(e[N - 1], 0);
-    t[0] = ptx::add_cc(t[0], e[N]);
-#pragma unroll
-    for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(t[j], e[N + j]);
-    return mont_reduce_once<P>(t, ptx::addc(0, 0));
-}
-
 // a * b * R^-1 mod p (= mul_wide(a, b), bit for bit) with b already converted.
 template <class P>
 __device__ __forceinline__ mont_t<P> mul_f64(const mont_t<P>& a, const f64_operand<P>& b) {
     u32 t[2 * P::N];
     product_f64<P>(t, to_f64(a), b);
-    return redc_words<P>(t);
+    return mont_detail::redc_words<P>(t);
 }
 
 // a * b * R^-1 mod p (= mul_wide(a, b), bit for bit). Inputs < p.
@@ -189,7 +167,7 @@ template <class P>
 __device__ __forceinline__ mont_t<P> mul_f64(const f64_operand<P>& a, const f64_operand<P>& b) {
     u32 t[2 * P::N];
     product_f64<P>(t, a, b);
-    return redc_words<P>(t);
+    return mont_detail::redc_words<P>(t);
 }
 
 // a * a * R^-1 mod p (= sqr_wide(a)): the general product with one conversion (64 products for
