@@ -1,7 +1,9 @@
+import json
 import os
 import random
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -62,9 +64,6 @@ def snarkjs_verify_many(snarkjs, triples) -> list[bool]:
     function `snarkjs groth16 verify` runs, called in one Node process for all of them
     (tests/snarkjs_verify_many.cjs) instead of one CLI start-up (~0.8 s) per proof. ``snarkjs``
     (the fixture) makes sure it is installed."""
-    import json
-    import tempfile
-
     triples = [[str(x) for x in t] for t in triples]
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         json.dump(triples, f)
