@@ -12,6 +12,7 @@
         --g1-windows "14,18": extra G1 MSM rows (uniform scalars) at these windows.
         --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
         --g2-defines "XYZZ_INLINE=__forceinline__": also time compile-time variants of msm_g2.cu.
+        --ntt-defines "MONT_MUL_F64=1": also time compile-time variants of ntt.cu (cuda.DEFINES).
         --g1-defines "MSM_SEG_MINB=3;MSM_PREFETCH=0": compile-time variants of msm.cu (";" between
         variants, "," between the defines of one); --g1-table / --g2-table "20": also time MSMs over
         bases with a table of window multiples for these c (build time printed).
@@ -153,7 +154,7 @@ def main(argv: list[str]) -> None:
     sizes, runs, h_max = list(range(16, 27)), 7, 40
     msm_sizes, spmv_sizes, setup_sizes, check_sizes, witness_sizes = [], [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
-    g1_variants, g1_tables, g2_tables, accumulates = [], [], [], [None]
+    g1_variants, g1_tables, g2_tables, accumulates, ntt_variants = [], [], [], [None], []
     pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
     args = list(argv)
     while args:
@@ -170,6 +171,8 @@ def main(argv: list[str]) -> None:
             g1_windows = parse_sizes(args.pop(0))
         elif a == "--g1-defines":
             g1_variants = parse_variants(args.pop(0))
+        elif a == "--ntt-defines":
+            ntt_variants = parse_variants(args.pop(0))
         elif a == "--seg-max":
             from cuzk_ray.cuda import msm as cuda_msm
 
@@ -218,6 +221,11 @@ def main(argv: list[str]) -> None:
             cuda.PASS_KERNEL, cuda.MAX_PASS_BITS = kernel, bits
             print(f"NTT pass kernel: {kernel}, at most {bits} stages per pass")
             ntt_table(cp, sizes, runs, h_max)
+    for defines in ntt_variants if sizes else []:
+        cuda.DEFINES = tuple(defines)
+        print(f"NTT pass kernel: {cuda.PASS_KERNEL}, ntt.cu variant {','.join(defines)}")
+        ntt_table(cp, sizes, runs, h_max)
+        cuda.DEFINES = ()
     if msm_sizes:
         bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables, accumulates)
     if g2_sizes:
@@ -378,15 +386,16 @@ def bench_setup(cp, sizes, runs: int) -> None:
 
 def mul_throughput(cp) -> None:
     """Field multiplications (squarings for the sqr probes) per second of the Montgomery kernels
-    (2 independent chains per thread). _f64: mul_f64 (ff/mont_f64.cuh, the a*b products on FP64),
+    (2 independent chains per thread). _kara: mul_kara (Karatsuba product, sqr_wide's reduction);
+    _f64: mul_f64 (ff/mont_f64.cuh, the a*b products on FP64),
     both operands converted to double limbs in every multiply; _f64_pre: the reused operand y
     converted once."""
     from cuzk_ray.kernels.loader import get_kernel
 
     n, iters = 132 * 2048 * 4, 256
-    probes = (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fr_sqr_wide_chain", 8),
+    probes = (("fr_mul_chain", 8), ("fr_mul_wide_chain", 8), ("fr_mul_kara_chain", 8), ("fr_sqr_wide_chain", 8),
               ("fr_mul_f64_chain", 8), ("fr_mul_f64_pre_chain", 8),
-              ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12), ("fp_sqr_wide_chain", 12),
+              ("fp_mul_chain", 12), ("fp_mul_wide_chain", 12), ("fp_mul_kara_chain", 12), ("fp_sqr_wide_chain", 12),
               ("fp_mul_f64_chain", 12), ("fp_mul_f64_pre_chain", 12))
     for name, words in probes:
         data = random_fr(cp, (n, words // 2), 7)  # any limbs < r are < p as well

@@ -10,6 +10,7 @@ messages (CUZK_TEST_SEED replays them).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 
@@ -246,3 +247,38 @@ def test_g2_affine_sizes_and_forced_k(table, monkeypatch, n):
             pts = np.ascontiguousarray(table[1][np.asarray(ks, dtype=np.int64)])
             got = cuda_msm.msm_g2(pts, fr_to_limbs(sc), accumulate="affine")
             assert np.array_equal(got, expected(table[0], ks, sc)), f"n={n} {setting} seed {SEED}"
+
+
+# --- compile-time variants of the Fp multiplication of msm_g2.cu (inside each Fp2 product): MONT_MUL_F64=1
+# (mul_f64, ff/mont_f64.cuh) and MONT_MUL_KARA=1 (mul_kara, ff/mont32.cuh) ---
+
+
+@pytest.mark.parametrize("define", ["MONT_MUL_F64=1", "MONT_MUL_KARA=1"])
+@pytest.mark.parametrize("n", [1, 31, 4097])
+def test_multiplier_variant(table, n, define):
+    """Each multiplier build of msm_g2.cu gives arkworks' sum bit for bit: uniform and bit-heavy
+    scalars over bases with infinity and repeats, one scalar for all over 3 distinct points
+    (doublings and cancellations in the buckets), the 0/1 split off, the affine accumulation once;
+    a tampered scalar gives another sum. NVRTC compiles the variant on first use unless its cubin
+    was built (kernels.build --variant msm_g2.cu:MONT_MUL_KARA=1)."""
+    group = dataclasses.replace(cuda_msm.G2, defines=(define,))
+    rng = random.Random(SEED + 1300 + n)
+    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
+    ks[0] = ks[0] or 1
+    few = [rng.randrange(1, 4) for _ in range(n)]
+    s = rng.randrange(2, R_MOD)
+    cases = [("uniform", ks, [rng.randrange(R_MOD) for _ in range(n)], {}),
+             ("mixed", ks, scalars_mix(rng, n, 0.5), {}),
+             ("equal, 3 points", few, [s] * n, {}),
+             ("mixed, no split", ks, scalars_mix(rng, n, 0.3), {"split": False})]
+    if n == 4097:
+        cases.append(("mixed, affine", ks, scalars_mix(rng, n, 0.5), {"accumulate": "affine"}))
+    for name, kk, sc, kw in cases:
+        pts = np.ascontiguousarray(table[1][np.asarray(kk, dtype=np.int64)])
+        got = cuda_msm.msm(group, pts, fr_to_limbs(sc), **kw)
+        assert np.array_equal(got, expected(table[0], kk, sc)), f"{define} {name} n={n} seed {SEED}"
+    _, kk, sc, _ = cases[0]
+    tampered = list(sc)
+    tampered[0] = (tampered[0] + 1) % R_MOD  # point 0 is not infinity
+    pts = np.ascontiguousarray(table[1][np.asarray(kk, dtype=np.int64)])
+    assert not np.array_equal(cuda_msm.msm(group, pts, fr_to_limbs(tampered)), expected(table[0], kk, sc))

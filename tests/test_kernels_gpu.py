@@ -59,13 +59,25 @@ def carry_edges(p, nbits):
     vals += [(1 << k) - 1 for k in range(48, nbits, 48)] + [p - (1 << k) for k in range(48, nbits, 48)]  # mul_f64
     vals += [((p >> top) - 1) << top | ((1 << top) - 1), (1 << (p.bit_length() - 1)) - 1, 1 << (p.bit_length() - 1),
              p // 2, (1 << nbits) % p, (1 << 2 * nbits) % p, 3, p - 3]
+    return [v for v in vals if v < p] + karatsuba_edges(p, nbits)
+
+
+def karatsuba_edges(p, nbits):
+    """mul_kara's cases (halves of nbits/2 bits): equal halves (a0 - a1 = 0), one half zero or
+    all ones, each half the larger (both signs of (a0 - a1)(b1 - b0)), halves differing by one."""
+    h = nbits // 2
+    full, top = (1 << h) - 1, (p >> h) - 1  # the largest low half, and a high half that stays < p
+    vals = []
+    for hi, lo in ((top, top), (1, 1), (top, 0), (0, full), (top, full), (1, full), (full, 1), (5, 4), (4, 5),
+                   (top, top - 1), (top - 1, top), (top >> 1, full >> 1)):
+        vals.append((hi << h) | lo)
     return [v for v in vals if v < p]
 
 
 # ------------------------------------------------------------------------------- field arithmetic
 
 OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8,
-       "raw_mul_wide": 9, "raw_sqr_wide": 10, "raw_mul_f64": 11}
+       "raw_mul_wide": 9, "raw_sqr_wide": 10, "raw_mul_f64": 11, "raw_mul_kara": 12}
 
 
 def expected(op, a, b, p, nbits):
@@ -83,6 +95,7 @@ def expected(op, a, b, p, nbits):
         "raw_mul_wide": a * b * pow(R, -1, p) % p,
         "raw_sqr_wide": a * a * pow(R, -1, p) % p,
         "raw_mul_f64": a * b * pow(R, -1, p) % p,
+        "raw_mul_kara": a * b * pow(R, -1, p) % p,
     }[op]
 
 
@@ -102,8 +115,8 @@ def test_field_ops(field, op, rng):
     n = 600 if op == "inv" else 3000
     a = with_edges([rng.randrange(p) for _ in range(n)], p)
     b = [p - 1, 0, p - 1, 1, p - 1] + [rng.randrange(p) for _ in range(n)]
-    edges = carry_edges(p, nbits)
-    a, b = a + edges, b + edges[::-1]
+    edges, ke = carry_edges(p, nbits), karatsuba_edges(p, nbits)
+    a, b = a + edges + [x for x in ke for _ in ke], b + edges[::-1] + [y for _ in ke for y in ke]
     got = run_field(f"{field}_test", to_limbs, p, nbits, op, a, b)
     want = [expected(op, x, y, p, nbits) for x, y in zip(a, b)]
     bad = [i for i in range(len(a)) if got[i] != want[i]]
@@ -114,7 +127,7 @@ def test_field_ops(field, op, rng):
         assert got != [expected("add", x, y, p, nbits) for x, y in zip(a, b)]
     if op == "raw_sqr_wide":  # a square, not the product with b
         assert got != [expected("raw_mul_wide", x, y, p, nbits) for x, y in zip(a, b)]
-    if op == "raw_mul_f64":  # the product with b, not a square, and reduced by R^-1 (not a plain product)
+    if op in ("raw_mul_f64", "raw_mul_kara"):  # the product with b, not a square, reduced by R^-1
         assert got != [expected("raw_sqr_wide", x, y, p, nbits) for x, y in zip(a, b)]
         assert got != [expected("mul", x, y, p, nbits) for x, y in zip(a, b)]
 
@@ -279,6 +292,55 @@ def test_ntt_large(log_n, rng):
 
 
 # ------------------------------------------------------------------------------- H
+
+
+# ntt.cu variants of its Fr products: mul_f64 (ff/mont_f64.cuh), mul_kara (ff/mont32.cuh)
+NTT_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1"]
+
+
+@pytest.mark.parametrize("define", NTT_VARIANTS)
+@pytest.mark.parametrize("log_n", [0, 1, 2, 7, 12])
+def test_ntt_multiplier_variant_matches_oracle(log_n, define, rng, monkeypatch):
+    """Each multiplier build of ntt.cu (the default pass kernel and the scale and H kernels with
+    that multiplier) against the CPU oracle: forward, inverse, coset, both conventions,
+    rows with r - 1 in every entry; compute_h too. NVRTC compiles the variant on first use unless
+    its cubin was built (kernels.build --variant ntt.cu:MONT_MUL_F64=1)."""
+    monkeypatch.setattr(cuda, "DEFINES", (define,))
+    n = 1 << log_n
+    rows = [rand_fr(rng, n), [R_MOD - 1] * n]
+    x = np.stack([fr_to_limbs(r) for r in rows])
+    shift = rng.randrange(2, R_MOD)
+    for inverse, s, convention in ((False, None, "snarkjs"), (True, None, "native"), (False, shift, "native"),
+                                   (True, shift, "snarkjs")):
+        got = cuda.ntt(x, inverse=inverse, shift=s, domain=convention)
+        for row, vals in enumerate(rows):
+            want = oracle(np.array(vals, dtype=object), inverse, s, convention)
+            assert tuple(limbs_to_ints(got[row])) == want, (
+                f"{define} n={n} {convention} inverse={inverse} shift={s} row {row}, seed {SEED}")
+    a, b, c = rand_fr(rng, n), rand_fr(rng, n), rand_fr(rng, n)
+    got = cuda.compute_h(fr_to_limbs(a), fr_to_limbs(b), fr_to_limbs(c), domain="snarkjs")
+    assert list(limbs_to_ints(got)) == list(h_oracle(tuple(a), tuple(b), tuple(c), "snarkjs")), f"{define} h n={n}"
+    c[0] = (c[0] + 1) % R_MOD  # negative twin: another c gives another h
+    tampered = cuda.compute_h(fr_to_limbs(a), fr_to_limbs(b), fr_to_limbs(c), domain="snarkjs")
+    assert not np.array_equal(tampered, got)
+
+
+@pytest.mark.parametrize("define", NTT_VARIANTS)
+@pytest.mark.parametrize("log_n", [13, 17, 20, 25])
+def test_ntt_multiplier_variant_agrees_at_size(log_n, define, rng, monkeypatch):
+    """At sizes the oracle is too slow for, each multiplier build gives the default build's bits
+    (itself checked against the oracle above): forward, inverse, coset, and compute_h to 2^20."""
+    x = rand_device_fr(rng, 1, 1 << log_n)
+    shift = rng.randrange(2, R_MOD)
+    cases = [(False, None, "snarkjs"), (True, None, "native"), (False, shift, "native"), (True, shift, "snarkjs")]
+    want = [cuda.ntt_device(x, inverse=i, shift=s, domain=c) for i, s, c in cases]
+    abc = rand_device_fr(rng, 3, 1 << log_n) if log_n <= 20 else None
+    want_h = cuda.compute_h_device(abc.copy()) if abc is not None else None
+    monkeypatch.setattr(cuda, "DEFINES", (define,))
+    for (i, s, c), w in zip(cases, want):
+        assert cp.array_equal(cuda.ntt_device(x, inverse=i, shift=s, domain=c), w), f"{define} n=2^{log_n} {i} {s} {c}"
+    if abc is not None:
+        assert cp.array_equal(cuda.compute_h_device(abc), want_h), f"{define} compute_h n=2^{log_n}"
 
 
 @functools.cache

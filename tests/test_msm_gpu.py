@@ -32,7 +32,7 @@ TABLE = 600  # distinct multiples 1..TABLE of the base point
 NO_ACCUMULATION = {"test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
                    "test_scalar_range_check_on_device",
                    "test_split_classifies_by_every_limb",  # no bucket accumulation: run once
-                   "test_mont_mul_f64_variant"}  # picks its accumulations itself
+                   "test_multiplier_variant"}  # picks its accumulations itself
 
 
 @pytest.fixture(autouse=True, params=["xyzz", "affine"])
@@ -455,19 +455,22 @@ def test_affine_doubling_and_cancelling_pairs(table, accumulate):
             assert got == g1_ref.affine_mul(k * s % R_MOD, p), f"{pattern} s={s} seed {SEED}"
 
 
-# --- compile-time variant MONT_MUL_F64=1: every Fp product of msm.cu by mul_f64 (ff/mont_f64.cuh) ---
+# --- compile-time variants of the Fp multiplication in msm.cu (ff/mont32.cuh operator*): MONT_MUL_F64=1
+# (mul_f64, ff/mont_f64.cuh) and MONT_MUL_KARA=1 (mul_kara: Karatsuba product, sqr_wide's reduction) ---
 
-G1_F64 = dataclasses.replace(cuda_msm.G1, defines=("MONT_MUL_F64=1",))
+MUL_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1"]
 
 
+@pytest.mark.parametrize("define", MUL_VARIANTS)
 @pytest.mark.parametrize("n", [1, 31, 4097, 2**16 + 3])
-def test_mont_mul_f64_variant(table, n):
-    """The MONT_MUL_F64=1 build of msm.cu (the FP64-product multiplier in every kernel: to_mont,
+def test_multiplier_variant(table, n, define):
+    """Each multiplier build of msm.cu (its operator* in every kernel: to_mont,
     the XYZZ accumulation, the bucket reduction, the batch-affine levels) gives the oracle's sum
     bit for bit: uniform and bit-heavy scalars over bases with infinity and repeats, one scalar
     for all over 3 distinct points (doublings and cancellations in the buckets), the 0/1 split
     off; the affine accumulation once; a tampered scalar gives another sum. NVRTC compiles the
     variant on first use unless its cubin was built (kernels.build --variant msm.cu:MONT_MUL_F64=1)."""
+    group = dataclasses.replace(cuda_msm.G1, defines=(define,))
     rng = random.Random(SEED + 1300 + n)
     _, rows = table
     ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
@@ -483,10 +486,10 @@ def test_mont_mul_f64_variant(table, n):
     for name, kk, sc, kw in cases:
         pts = np.ascontiguousarray(rows[np.asarray(kk, dtype=np.int64)])
         want = expected(table[0], kk, sc)
-        got = point(cuda_msm.msm(G1_F64, pts, fr_to_limbs(sc), **kw))
-        assert got == want, f"{name} n={n} seed {SEED}"
+        got = point(cuda_msm.msm(group, pts, fr_to_limbs(sc), **kw))
+        assert got == want, f"{define} {name} n={n} seed {SEED}"
     name, kk, sc, kw = cases[0]
     tampered = list(sc)
     tampered[0] = (tampered[0] + 1) % R_MOD  # point 0 is not infinity
     pts = np.ascontiguousarray(rows[np.asarray(kk, dtype=np.int64)])
-    assert point(cuda_msm.msm(G1_F64, pts, fr_to_limbs(tampered))) != expected(table[0], kk, sc)
+    assert point(cuda_msm.msm(group, pts, fr_to_limbs(tampered))) != expected(table[0], kk, sc)

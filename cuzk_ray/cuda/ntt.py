@@ -28,6 +28,9 @@ from ..kernels.loader import get_kernel, require_cupy
 from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, two_level
 
 MODULE = "ntt.cu"
+# Compile-time variant of ntt.cu for every kernel of this module (benchmarks and tests compare
+# variants, e.g. ("MONT_MUL_F64=1",): the Fr products on the FP64 units; kernels.build --variant).
+DEFINES: tuple = ()
 MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB); at most 9
 THREADS = 256  # pointwise kernels
 
@@ -47,12 +50,13 @@ def _omega_table(d: Domain):
         half = 1 << (log_n - 1)
         hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1])
         tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
-        get_kernel(MODULE, "powers_table")(
+        get_kernel(MODULE, "powers_table", DEFINES)(
             ((half + THREADS - 1) // THREADS,), (THREADS,),
             (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
         )
         if half > 1:
-            get_kernel(MODULE, "twiddle_levels")(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
+            get_kernel(MODULE, "twiddle_levels", DEFINES)(((half + THREADS - 1) // THREADS,), (THREADS,),
+                                                          (tab, np.int32(log_n)))
         return tab
 
     return NTT_TABLES.get(("omega", d), build)
@@ -101,7 +105,7 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
     per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
     threads = min(max(tile // per_thread, 1), max_threads)
     smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
-    kernel = get_kernel(MODULE, PASS_KERNEL)
+    kernel = get_kernel(MODULE, PASS_KERNEL, DEFINES)
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
     kernel((1 << (log_n - k - c), src.shape[0]), (threads,),
@@ -137,7 +141,7 @@ def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
     hi, lo, lo_bits = _scale_table(g, log_n, factors)
     stride = (1 << lo_bits) if len(factors) > 1 else 0
     n = 1 << log_n
-    get_kernel(MODULE, "scale_powers")(
+    get_kernel(MODULE, "scale_powers", DEFINES)(
         ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
         (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
     )
@@ -202,7 +206,7 @@ def compute_h_device(abc, domain: Domain | str | None = None):
     _scale(abc, abc, log_n, d.omega_2n, (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
     _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
     h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
-    get_kernel(MODULE, "h_pointwise")(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
+    get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
     return h
 
 

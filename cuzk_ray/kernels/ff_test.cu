@@ -4,12 +4,13 @@
 // Ops 0..5 convert the inputs to Montgomery form, apply the op, and convert back, so they also
 // exercise to_mont / from_mont. Ops 6..11 act on the raw limbs to check the conversions alone
 // (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1; 11: mul_f64,
-// the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1).
+// the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1; 12: mul_kara, the Karatsuba product
+// with sqr_wide's reduction, a*b*R^-1).
 #include "ff/bls12_381.cuh"
 #include "ff/mont_f64.cuh"
 
 enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,
-       OP_RAW_SQR_WIDE, OP_RAW_MUL_F64 };
+       OP_RAW_SQR_WIDE, OP_RAW_MUL_F64, OP_RAW_MUL_KARA };
 
 template <class F>
 __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
@@ -25,7 +26,8 @@ __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
         case OP_RAW_MUL: return a * b;  // a*b*R^-1
         case OP_RAW_MUL_WIDE: return mul_wide(a, b);
         case OP_RAW_SQR_WIDE: return sqr_wide(a);
-        default: return mul_f64(a, b);  // OP_RAW_MUL_F64
+        case OP_RAW_MUL_F64: return mul_f64(a, b);
+        default: return mul_kara(a, b);  // OP_RAW_MUL_KARA
     }
 }
 
@@ -53,23 +55,31 @@ extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op
 }
 
 // Throughput probes: each thread runs `iters` rounds of two independent multiplications
-// (x *= y, z *= y), 2*iters field muls per thread, by operator* (CIOS here) or mul_wide (WIDE);
-// the result is stored so nothing is elided.
-template <class P, bool WIDE>
+// (x *= y, z *= y), 2*iters field muls per thread, by operator* (CIOS here), mul_wide (MODE 1) or
+// mul_kara (MODE 2); the result is stored so nothing is elided.
+template <class P, int MODE>
+__device__ __forceinline__ mont_t<P> chain_mul(const mont_t<P>& a, const mont_t<P>& b) {
+    if (MODE == 1) return mul_wide(a, b);
+    if (MODE == 2) return mul_kara(a, b);
+    return a * b;
+}
+template <class P, int MODE>
 __device__ __forceinline__ void mul_chain(u32* data, int iters, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     mont_t<P> x = load<P>(data, i), y = load<P>(data, i ^ 1), z = load<P>(data, i ^ 2);
     for (int r = 0; r < iters; r++) {
-        x = WIDE ? mul_wide(x, y) : x * y;
-        z = WIDE ? mul_wide(z, y) : z * y;
+        x = chain_mul<P, MODE>(x, y);
+        z = chain_mul<P, MODE>(z, y);
     }
     store(data, i, x + z);
 }
-extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, false>(data, iters, n); }
-extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, true>(data, iters, n); }
-extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, false>(data, iters, n); }
-extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, true>(data, iters, n); }
+extern "C" __global__ void fr_mul_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, 0>(data, iters, n); }
+extern "C" __global__ void fr_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, 1>(data, iters, n); }
+extern "C" __global__ void fr_mul_kara_chain(u32* data, int iters, u64 n) { mul_chain<fr_params, 2>(data, iters, n); }
+extern "C" __global__ void fp_mul_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, 0>(data, iters, n); }
+extern "C" __global__ void fp_mul_wide_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, 1>(data, iters, n); }
+extern "C" __global__ void fp_mul_kara_chain(u32* data, int iters, u64 n) { mul_chain<fp_params, 2>(data, iters, n); }
 
 // The same shape for squarings: two independent chains x = x^2, z = z^2 by sqr_wide, 2*iters
 // squarings per thread, x + z stored.

@@ -38,11 +38,20 @@ __device__ __forceinline__ void butterfly1(F& x0, F& x1) {
 }
 
 // WIDE: the Fr multiplication mul_wide (ff/mont32.cuh, 64-bit-pair carry chains, ~270 SASS
-// instructions) instead of operator* (~640); same result bit for bit.
+// instructions) instead of operator* (~640); same result bit for bit. The variant
+// ntt.cu:MONT_MUL_F64=1 (cuda/ntt.py DEFINES) makes every product of the module mul_f64
+// (ff/mont_f64.cuh: the a*b limb products on the FP64 units, the reduction on IMAD), the _w
+// kernels' too: the passes are bound by the Fr multiplication, and IMAD and FP64 issue side by side.
 template <bool WIDE>
 __device__ __forceinline__ F fmul(const F& a, const F& b) {
+#if MONT_MUL_F64
+    return mul_f64(a, b);
+#elif MONT_MUL_KARA
+    return mul_kara(a, b);  // variant ntt.cu:MONT_MUL_KARA=1: Karatsuba product (ff/mont32.cuh)
+#else
     if (WIDE) return mul_wide(a, b);
     return a * b;
+#endif
 }
 
 template <bool WIDE = false>

@@ -403,18 +403,127 @@ __device__ __forceinline__ mont_t<P> sqr_wide(const mont_t<P>& x) {
     return mont_detail::redc_words<P>(e);
 }
 
+// a * b R^-1 mod p with the product a * b by one level of Karatsuba, then sqr_wide's reduction
+// (redc_words). Halves of H = N/2 limbs: z0 = a0 b0, z2 = a1 b1, m = |a0 - a1| |b1 - b0|, and
+// a0 b1 + a1 b0 = z0 + z2 + (a0 - a1)(b1 - b0) = z0 + z2 -+ m (the sign from the two borrows), so
+// the product takes 3 H^2 = 3/4 N^2 wide mads (Fp 108, Fr 48) against mul_wide's N^2, for ~10N
+// more adds on the ALU pipe (the differences, z1, placing z1 at word H). With the reduction (Fp
+// 144 wide mads, Fr 56): Fp 252 against mul_wide's 288, Fr 104 against 120; mul_wide and sqr_wide
+// are bound by the IMAD pipe (docs/BENCHMARKS.md). A compile-time variant of operator* (MONT_MUL_KARA).
+// Bounds: halves < 2^(32H), so z0, z2, m < 2^(32N) and z1 = a0 b1 + a1 b0 < 2^(32N+1) (N+1 words,
+// top word 0 or 1); t = a b < p^2 < p R, as redc_words needs. Inputs < p; N even, H even.
+namespace mont_detail {
+// r[0..2H-1] = x * y for H-limb x, y (H even), schoolbook in sqr_wide's layout: E holds the 64-bit
+// pairs that start at even words, O those at odd words, both indexed by absolute word position,
+// so each IMAD.WIDE writes an aligned register pair (a layout whose pairs change parity from row to
+// row cost ~95 extra moves per Fp product). Row i adds x_j y_i at words i+j in two carry chains:
+// the even j (words i..i+H-1; into E for even i, O for odd i) with its carry into the fresh word
+// i+H, the odd j (words i+1..i+H, the other array; its top word fresh, no carry out, as that array
+// is < 2^(32(i+H+1)) after row i). Row 0 writes fresh words; then r = E + O (no carry out: x y <
+// 2^(64H)).
+template <int H>
+__device__ __forceinline__ void mul_rows(u32* r, const u32* x, const u32* y) {
+    static_assert(H % 2 == 0 && H >= 4, "mul_rows needs an even number of limbs, at least 4");
+    u32 E[2 * H], O[2 * H];
+#pragma unroll
+    for (int j = 0; j < H; j += 2) {
+        const u64 pe = (u64)x[j] * y[0], po = (u64)x[j + 1] * y[0];
+        E[j] = (u32)pe; E[j + 1] = (u32)(pe >> 32);
+        O[j + 1] = (u32)po; O[j + 2] = (u32)(po >> 32);
+    }
+    E[H] = 0;  // row 1's odd-j chain ends on it
+#pragma unroll
+    for (int i = 1; i < H; i++) {
+        const u32 yi = y[i];
+        u32* lo = (i & 1) ? O : E;  // the even j: pairs at words i + j, parity of i
+        u32* hi = (i & 1) ? E : O;  // the odd j
+        lo[i] = ptx::mad_lo_cc(x[0], yi, lo[i]);
+        lo[i + 1] = ptx::madc_hi_cc(x[0], yi, lo[i + 1]);
+#pragma unroll
+        for (int j = 2; j < H; j += 2) {
+            lo[i + j] = ptx::madc_lo_cc(x[j], yi, lo[i + j]);
+            lo[i + j + 1] = ptx::madc_hi_cc(x[j], yi, lo[i + j + 1]);
+        }
+        lo[i + H] = ptx::addc(0, 0);
+        hi[i + 1] = ptx::mad_lo_cc(x[1], yi, hi[i + 1]);
+        hi[i + 2] = ptx::madc_hi_cc(x[1], yi, hi[i + 2]);
+#pragma unroll
+        for (int j = 3; j < H - 1; j += 2) {
+            hi[i + j] = ptx::madc_lo_cc(x[j], yi, hi[i + j]);
+            hi[i + j + 1] = ptx::madc_hi_cc(x[j], yi, hi[i + j + 1]);
+        }
+        hi[i + H - 1] = ptx::madc_lo_cc(x[H - 1], yi, hi[i + H - 1]);
+        hi[i + H] = ptx::madc_hi(x[H - 1], yi, 0);
+    }
+    r[0] = E[0];
+    r[1] = ptx::add_cc(E[1], O[1]);
+#pragma unroll
+    for (int k = 2; k < 2 * H - 1; k++) r[k] = ptx::addc_cc(E[k], O[k]);
+    r[2 * H - 1] = ptx::addc(E[2 * H - 1], O[2 * H - 1]);
+}
+// d = |x - y| over H limbs; returns 0xffffffff when x < y, else 0.
+template <int H>
+__device__ __forceinline__ u32 abs_diff(u32* d, const u32* x, const u32* y) {
+    d[0] = ptx::sub_cc(x[0], y[0]);
+#pragma unroll
+    for (int k = 1; k < H; k++) d[k] = ptx::subc_cc(x[k], y[k]);
+    const u32 mask = ptx::subc(0, 0);
+    d[0] = ptx::add_cc(d[0] ^ mask, mask & 1);  // x < y: ~d + 1 = y - x
+#pragma unroll
+    for (int k = 1; k < H - 1; k++) d[k] = ptx::addc_cc(d[k] ^ mask, 0);
+    d[H - 1] = ptx::addc(d[H - 1] ^ mask, 0);
+    return mask;
+}
+}  // namespace mont_detail
+
+template <class P>
+__device__ __forceinline__ mont_t<P> mul_kara(const mont_t<P>& a, const mont_t<P>& b) {
+    constexpr int N = P::N, H = N / 2;
+    static_assert(H % 2 == 0, "mul_kara needs N a multiple of 4");
+    u32 e[2 * N], z2[N], m[N], da[H], db[H];
+    mont_detail::mul_rows<H>(e, a.v, b.v);            // z0 in words 0..N-1
+    mont_detail::mul_rows<H>(z2, a.v + H, b.v + H);
+    const u32 sa = mont_detail::abs_diff<H>(da, a.v, a.v + H);  // a0 < a1
+    const u32 sb = mont_detail::abs_diff<H>(db, b.v + H, b.v);  // b1 < b0
+    mont_detail::mul_rows<H>(m, da, db);
+    const u32 neg = sa ^ sb;  // (a0 - a1)(b1 - b0) < 0: subtract m (add ~m + 1, top word + ~0)
+    u32 z1[N + 1];
+    z1[0] = ptx::add_cc(e[0], z2[0]);
+#pragma unroll
+    for (int k = 1; k < N; k++) z1[k] = ptx::addc_cc(e[k], z2[k]);
+    z1[N] = ptx::addc(0, 0);
+    (void)ptx::add_cc(neg & 1, 0xffffffffu);  // carry in = 1 when neg
+#pragma unroll
+    for (int k = 0; k < N; k++) z1[k] = ptx::addc_cc(z1[k], m[k] ^ neg);
+    z1[N] = ptx::addc(z1[N], neg);
+    // t = z0 + z1 2^(32H) + z2 2^(32N): z2 in the high words, z1 added at word H
+#pragma unroll
+    for (int k = 0; k < N; k++) e[N + k] = z2[k];
+    e[H] = ptx::add_cc(e[H], z1[0]);
+#pragma unroll
+    for (int k = 1; k <= N; k++) e[H + k] = ptx::addc_cc(e[H + k], z1[k]);
+#pragma unroll
+    for (int k = H + N + 1; k < 2 * N - 1; k++) e[k] = ptx::addc_cc(e[k], 0);
+    e[2 * N - 1] = ptx::addc(e[2 * N - 1], 0);
+    return mont_detail::redc_words<P>(e);
+}
+
 // a * b: mul_wide when the module defines MONT_MUL_WIDE 1 before its includes (the MSM and
 // fixed-base modules: H200 Fp 17.4 -> see BENCHMARKS), else mul_cios (the NTT's _w kernels call
 // mul_wide directly; the other kernels and the field tests keep CIOS as the independent reference).
 // MONT_MUL_F64 1 (a compile-time variant, default 0; e.g. msm.cu:MONT_MUL_F64=1): mul_f64 of
 // ff/mont_f64.cuh instead (the a*b products on the FP64 units), and sqr too unless MONT_SQR_F64
 // is 0 (then sqr_wide). mont_f64.cuh is included at the end of this header only then, so every
-// other module compiles exactly the code it did.
+// other module compiles exactly the code it did. MONT_MUL_KARA 1 (a variant, default 0): mul_kara
+// (Karatsuba product, sqr_wide's reduction).
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 0
 #endif
 #ifndef MONT_MUL_F64
 #define MONT_MUL_F64 0
+#endif
+#ifndef MONT_MUL_KARA
+#define MONT_MUL_KARA 0
 #endif
 #ifndef MONT_SQR_F64
 #define MONT_SQR_F64 MONT_MUL_F64
@@ -429,6 +538,8 @@ template <class P>
 __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<P>& b) {
 #if MONT_MUL_F64
     return mul_f64(a, b);
+#elif MONT_MUL_KARA
+    return mul_kara(a, b);
 #else
     if (MONT_MUL_WIDE) return mul_wide(a, b);
     return mul_cios(a, b);
