@@ -77,7 +77,8 @@ def karatsuba_edges(p, nbits):
 # ------------------------------------------------------------------------------- field arithmetic
 
 OPS = {"add": 0, "sub": 1, "mul": 2, "sqr": 3, "inv": 4, "neg": 5, "to_mont": 6, "from_mont": 7, "raw_mul": 8,
-       "raw_mul_wide": 9, "raw_sqr_wide": 10, "raw_mul_f64": 11, "raw_mul_kara": 12}
+       "raw_mul_wide": 9, "raw_sqr_wide": 10, "raw_mul_f64": 11, "raw_mul_kara": 12,
+       "raw_mul_sub": 13}
 
 
 def expected(op, a, b, p, nbits):
@@ -96,6 +97,7 @@ def expected(op, a, b, p, nbits):
         "raw_sqr_wide": a * a * pow(R, -1, p) % p,
         "raw_mul_f64": a * b * pow(R, -1, p) % p,
         "raw_mul_kara": a * b * pow(R, -1, p) % p,
+        "raw_mul_sub": (a * b - (a + b) * (b - a)) * pow(R, -1, p) % p,
     }[op]
 
 
@@ -126,6 +128,8 @@ def test_field_ops(field, op, rng):
     if op == "mul":
         assert got != [expected("add", x, y, p, nbits) for x, y in zip(a, b)]
     if op == "raw_sqr_wide":  # a square, not the product with b
+        assert got != [expected("raw_mul_wide", x, y, p, nbits) for x, y in zip(a, b)]
+    if op == "raw_mul_sub":  # the difference of the two products, not the first alone
         assert got != [expected("raw_mul_wide", x, y, p, nbits) for x, y in zip(a, b)]
     if op in ("raw_mul_f64", "raw_mul_kara"):  # the product with b, not a square, reduced by R^-1
         assert got != [expected("raw_sqr_wide", x, y, p, nbits) for x, y in zip(a, b)]

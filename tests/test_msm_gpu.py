@@ -455,10 +455,11 @@ def test_affine_doubling_and_cancelling_pairs(table, accumulate):
             assert got == g1_ref.affine_mul(k * s % R_MOD, p), f"{pattern} s={s} seed {SEED}"
 
 
-# --- compile-time variants of the Fp multiplication in msm.cu (ff/mont32.cuh operator*): MONT_MUL_F64=1
-# (mul_f64, ff/mont_f64.cuh) and MONT_MUL_KARA=1 (mul_kara: Karatsuba product, sqr_wide's reduction) ---
+# --- compile-time variants of the Fp multiplication in msm.cu (ff/mont32.cuh): MONT_MUL_F64=1 (operator*
+# by mul_f64, ff/mont_f64.cuh), MONT_MUL_KARA=1 (by mul_kara: Karatsuba product, sqr_wide's reduction),
+# MONT_MUL_SUB=0 (the point formulas' a b - c d as two products; the default, 1, in one reduction) ---
 
-MUL_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1"]
+MUL_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1", "MONT_MUL_SUB=0"]
 
 
 @pytest.mark.parametrize("define", MUL_VARIANTS)

@@ -67,6 +67,8 @@ class Engine:
         ids = [self.scheduler.add(p, seed, synth_fn=synth_fn, proof_id=names[p] if names else None) for p in indices]
         try:
             self.scheduler.run_until(ids, progress)
+            if self.memory is not None:  # a batch shorter than the sampling period still gets a sample
+                self.memory.sample(rebase=False)
             return self.scheduler.batch(ids, time.perf_counter() - t0, self.prover_info)
         finally:  # also after an exception: the next run may use the same batch ids
             for pid in ids:

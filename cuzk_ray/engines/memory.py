@@ -215,8 +215,9 @@ class MemoryWatch:
         while not self._stop.wait(self.period_s):
             self.sample()
 
-    def sample(self, force_idle: bool = False) -> None:
-        """Take one sample now (the thread does this every period_s)."""
+    def sample(self, force_idle: bool = False, rebase: bool = True) -> None:
+        """Take one sample now (the thread does this every period_s). rebase=False: an idle sample
+        leaves the baselines as they are (a batch's closing sample: what it left is its work)."""
         before = self.load()
         try:
             now = self.probe()
@@ -224,7 +225,7 @@ class MemoryWatch:
             self.errors += 1
             return
         after = self.load()
-        idle = force_idle or (before == after and before[0] == 0)
+        idle = force_idle or (rebase and before == after and before[0] == 0)
         with self._lock:
             self.last_in_flight = max(before[0], after[0])
             for node, mems in now.items():

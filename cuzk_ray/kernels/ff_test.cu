@@ -5,12 +5,13 @@
 // exercise to_mont / from_mont. Ops 6..11 act on the raw limbs to check the conversions alone
 // (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1; 11: mul_f64,
 // the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1; 12: mul_kara, the Karatsuba product
-// with sqr_wide's reduction, a*b*R^-1).
+// with sqr_wide's reduction, a*b*R^-1; 13: mul_sub_wide(a, b, a + b, b - a), (a b - (a + b)(b - a)) R^-1).
 #include "ff/bls12_381.cuh"
 #include "ff/mont_f64.cuh"
 
 enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,
-       OP_RAW_SQR_WIDE, OP_RAW_MUL_F64, OP_RAW_MUL_KARA };
+       OP_RAW_SQR_WIDE, OP_RAW_MUL_F64, OP_RAW_MUL_KARA,
+       OP_RAW_MUL_SUB };
 
 template <class F>
 __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
@@ -27,7 +28,8 @@ __device__ __forceinline__ F apply(int op, const F& a, const F& b) {
         case OP_RAW_MUL_WIDE: return mul_wide(a, b);
         case OP_RAW_SQR_WIDE: return sqr_wide(a);
         case OP_RAW_MUL_F64: return mul_f64(a, b);
-        default: return mul_kara(a, b);  // OP_RAW_MUL_KARA
+        case OP_RAW_MUL_KARA: return mul_kara(a, b);
+        default: return mul_sub_wide(a, b, a + b, b - a);  // OP_RAW_MUL_SUB
     }
 }
 

@@ -11,6 +11,13 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
+// The point formulas' a b - c d (Y3 of every addition and doubling) in one Montgomery reduction
+// (mul_sub_wide, ff/mont32.cuh): ~5 % fewer IMAD slots and instructions per mixed addition
+// (msm_seg_points 35992 -> 34248 SASS instructions, 254 registers, no spills). -DMONT_MUL_SUB=0
+// for two products and a subtraction (docs/BENCHMARKS.md compares the two).
+#ifndef MONT_MUL_SUB
+#define MONT_MUL_SUB 1
+#endif
 // Batch-affine levels at 4 blocks of 128 threads per SM (<= 128 registers): H200, G1 2^24
 // uniform, levels 151.5 / 145.7 / 121.6 ms at 2 / 3 / 4 blocks (docs/BENCHMARKS.md): they wait
 // on memory, so occupancy pays. G2 keeps the header's 2 (its Fp2 code needs the registers).

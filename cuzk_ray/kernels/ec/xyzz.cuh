@@ -15,6 +15,12 @@
 #define XYZZ_INLINE __forceinline__
 #endif
 
+// a b - c d; mont_t fields have their own (ff/mont32.cuh: one reduction with MONT_MUL_SUB).
+template <class F>
+__device__ __forceinline__ F mul_sub(const F& a, const F& b, const F& c, const F& d) {
+    return a * b - c * d;
+}
+
 template <class F>
 struct affine_t {
     F x, y;
@@ -42,7 +48,7 @@ __device__ XYZZ_INLINE xyzz_t<F> xyzz_mdbl(const affine_t<F>& p) {
     const F M = mul_small<3>(sqr(p.x));
     xyzz_t<F> r;
     r.X = sqr(M) - (S + S);
-    r.Y = M * (S - r.X) - W * p.y;
+    r.Y = mul_sub(M, S - r.X, W, p.y);
     r.ZZ = V;
     r.ZZZ = W;
     return r;
@@ -59,7 +65,7 @@ __device__ XYZZ_INLINE xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) {
     const F M = mul_small<3>(sqr(p.X));
     xyzz_t<F> r;
     r.X = sqr(M) - (S + S);
-    r.Y = M * (S - r.X) - W * p.Y;
+    r.Y = mul_sub(M, S - r.X, W, p.Y);
     r.ZZ = V * p.ZZ;
     r.ZZZ = W * p.ZZZ;
     return r;
@@ -83,7 +89,7 @@ __device__ XYZZ_INLINE xyzz_t<F> xyzz_madd(const xyzz_t<F>& p, const affine_t<F>
     const F Q = p.X * PP;
     xyzz_t<F> r;
     r.X = sqr(R) - PPP - (Q + Q);
-    r.Y = R * (Q - r.X) - p.Y * PPP;
+    r.Y = mul_sub(R, Q - r.X, p.Y, PPP);
     r.ZZ = p.ZZ * PP;
     r.ZZZ = p.ZZZ * PPP;
     return r;
@@ -104,7 +110,7 @@ __device__ XYZZ_INLINE xyzz_t<F> xyzz_add(const xyzz_t<F>& p, const xyzz_t<F>& q
     const F Q = U1 * PP;
     xyzz_t<F> r;
     r.X = sqr(R) - PPP - (Q + Q);
-    r.Y = R * (Q - r.X) - S1 * PPP;
+    r.Y = mul_sub(R, Q - r.X, S1, PPP);
     r.ZZ = p.ZZ * q.ZZ * PP;
     r.ZZZ = p.ZZZ * q.ZZZ * PPP;
     return r;

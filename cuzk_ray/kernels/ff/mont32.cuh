@@ -199,10 +199,21 @@ __device__ __forceinline__ void cmad_mod_even(u32* ev, const u32* p, u32 m) {
         cmad_pairs<N>(ev, p, m);
     }
 }
-// One CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty), then m p.
+// The second half of a CIOS round: m = ev[0] * INV, then + m p (ev[0] becomes 0).
 template <class P>
-__device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
+__device__ __forceinline__ void redc_mp(u32* ev, u32* od) {
     constexpr int N = P::N;
+    const u32 m = ev[0] * P::INV;
+    u32 p[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) p[j] = P::mod(j);
+    cmad_pairs<N>(od, p + 1, m);  // carry out is 0: O < 2^(32N)
+    cmad_mod_even<P>(ev, p, m);   // ev[0] becomes 0
+    od[N - 1] = ptx::addc(od[N - 1], 0);
+}
+// The first half of a CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty).
+template <int N>
+__device__ __forceinline__ void mad_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
     if (first) {
 #pragma unroll
         for (int j = 0; j < N; j += 2) {
@@ -216,13 +227,25 @@ __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u
         cmad_pairs<N>(ev, a, bi);
         od[N - 1] = ptx::addc(od[N - 1], 0);
     }
-    const u32 m = ev[0] * P::INV;
-    u32 p[N];
-#pragma unroll
-    for (int j = 0; j < N; j++) p[j] = P::mod(j);
-    cmad_pairs<N>(od, p + 1, m);  // carry out is 0: O < 2^(32N)
-    cmad_mod_even<P>(ev, p, m);   // ev[0] becomes 0
+}
+// One CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty), then m p.
+template <class P>
+__device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
+    constexpr int N = P::N;
+    mad_round<N>(ev, od, a, bi, first);
+    redc_mp<P>(ev, od);
+}
+// A round of mul_sub_wide: add a * bi and c * di, then m p. c di at the positions of a bi: the
+// even limbs into ev (its carry into od's top word, as for a bi), the odd ones into od.
+template <class P>
+__device__ __forceinline__ void mad2_redc_round(u32* ev, u32* od, const u32* a, u32 bi, const u32* c, u32 di,
+                                                bool first) {
+    constexpr int N = P::N;
+    mad_round<N>(ev, od, a, bi, first);
+    cmad_pairs<N>(ev, c, di);
     od[N - 1] = ptx::addc(od[N - 1], 0);
+    cmad_pairs<N>(od, c + 1, di);  // no carry out: O < 2^(32N) (see mul_sub_wide)
+    redc_mp<P>(ev, od);
 }
 }  // namespace mont_detail
 
@@ -243,6 +266,34 @@ __device__ __forceinline__ mont_t<P> mul_wide(const mont_t<P>& a, const mont_t<P
     for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
     t[N - 1] = ptx::addc(ev[N - 1], 0);
     return mont_reduce_once<P>(t, 0);
+}
+
+// (a b - c d) R^-1 mod p in one Montgomery reduction: CIOS over the sum a b + (p - c) d (each
+// round adds a b_i and (p - c) d_i, then m p), so the pair costs 3 N^2 wide mads against 4 N^2 for
+// two mul_wide (Fp: 432 against 576); the XYZZ formulas' Y3 = R (Q - X3) - Y1 PPP is one
+// (ec/xyzz.cuh mul_sub). Bounds: c' = -c (reduced, < p); the CIOS value stays below a + c' + p <
+// 3p at every round start (T + a b_i + c' d_i + m p < 2^32 (a + c' + p)), so the odd array stays
+// below 2^(32N) (3p < R) and the result, < 3p, needs two conditional subtractions. Inputs < p;
+// even N. The variant MONT_MUL_SUB=1 of mul_sub (below) uses it.
+template <class P>
+__device__ __forceinline__ mont_t<P> mul_sub_wide(const mont_t<P>& a, const mont_t<P>& b, const mont_t<P>& c,
+                                                  const mont_t<P>& d) {
+    constexpr int N = P::N;
+    static_assert(N % 2 == 0, "mul_sub_wide needs an even number of limbs");
+    const mont_t<P> nc = -c;
+    u32 ev[N], od[N];
+#pragma unroll
+    for (int i = 0; i < N; i += 2) {
+        mont_detail::mad2_redc_round<P>(ev, od, a.v, b.v[i], nc.v, d.v[i], i == 0);
+        mont_detail::mad2_redc_round<P>(od, ev, a.v, b.v[i + 1], nc.v, d.v[i + 1], false);
+    }
+    u32 t[N];
+    t[0] = ptx::add_cc(ev[0], od[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
+    t[N - 1] = ptx::addc(ev[N - 1], 0);
+    const mont_t<P> once = mont_reduce_once<P>(t, 0);
+    return mont_reduce_once<P>(once.v, 0);
 }
 
 // a^2 R^-1 mod p by a dedicated squaring, in mul_wide's 64-bit-pair layout (each 32x32 product is
@@ -525,6 +576,9 @@ __device__ __forceinline__ mont_t<P> mul_kara(const mont_t<P>& a, const mont_t<P
 #ifndef MONT_MUL_KARA
 #define MONT_MUL_KARA 0
 #endif
+#ifndef MONT_MUL_SUB
+#define MONT_MUL_SUB 0
+#endif
 #ifndef MONT_SQR_F64
 #define MONT_SQR_F64 MONT_MUL_F64
 #endif
@@ -544,6 +598,17 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
     if (MONT_MUL_WIDE) return mul_wide(a, b);
     return mul_cios(a, b);
 #endif
+}
+
+// a b - c d: one reduction (mul_sub_wide) when MONT_MUL_SUB and MONT_MUL_WIDE are 1 (a variant,
+// default 0), else two products and a subtraction.
+template <class P>
+__device__ __forceinline__ mont_t<P> mul_sub(const mont_t<P>& a, const mont_t<P>& b, const mont_t<P>& c,
+                                             const mont_t<P>& d) {
+#if MONT_MUL_SUB && !MONT_MUL_F64 && !MONT_MUL_KARA
+    if (MONT_MUL_WIDE) return mul_sub_wide(a, b, c, d);
+#endif
+    return a * b - c * d;
 }
 
 // a * a: sqr_wide when MONT_MUL_WIDE is 1 (the same modules as mul_wide), else mul_cios;
