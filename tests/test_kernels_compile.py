@@ -124,5 +124,7 @@ def test_field_constants_match_field_py():
         assert _limbs(text, f"{tag}_PM2") == p - 2
         inv = int(re.search(rf"struct {tag.lower()}_params.*?INV = (0x[0-9a-f]+)u", text, re.DOTALL).group(1), 16)
         assert inv == (-pow(p, -1, 2**32)) % 2**32
+        top = int(re.search(rf"struct {tag.lower()}_params.*?TOP = (0x[0-9a-f]+)u", text, re.DOTALL).group(1), 16)
+        assert top == p >> (bits - 32)  # mul_sub_wide decides from it whether 3p < R
     # negative: the parser would notice a wrong modulus
     assert _limbs(text.replace("0x73eda753u", "0x73eda754u"), "FR_MOD") != field.R_MOD

@@ -17,6 +17,7 @@ __device__ __constant__ u32 FR_PM2[8] = {0xffffffffu, 0xfffffffeu, 0xfffe5bfeu, 
 struct fr_params {
     static constexpr int N = 8;
     static constexpr u32 INV = 0xffffffffu;
+    static constexpr u32 TOP = 0x73eda753u;  // FR_MOD[7]
     __device__ __forceinline__ static u32 mod(int i) { return FR_MOD[i]; }
     __device__ __forceinline__ static u32 one(int i) { return FR_ONE[i]; }
     __device__ __forceinline__ static u32 r2(int i) { return FR_R2[i]; }
@@ -39,6 +40,7 @@ __device__ __constant__ u32 FP_PM2[12] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu,
 struct fp_params {
     static constexpr int N = 12;
     static constexpr u32 INV = 0xfffcfffdu;
+    static constexpr u32 TOP = 0x1a0111eau;  // FP_MOD[11]
     __device__ __forceinline__ static u32 mod(int i) { return FP_MOD[i]; }
     __device__ __forceinline__ static u32 one(int i) { return FP_ONE[i]; }
     __device__ __forceinline__ static u32 r2(int i) { return FP_R2[i]; }

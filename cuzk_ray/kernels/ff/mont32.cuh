@@ -3,11 +3,12 @@
 // A field is described by a parameter struct P with
 //     static constexpr int N;              // limbs
 //     static constexpr u32 INV;            // -p^-1 mod 2^32
+//     static constexpr u32 TOP;            // the top limb of p (mul_sub_wide: is 3p < R?)
 //     __device__ static u32 mod(int i);    // limb i of p      (__constant__ memory, so with a
 //     __device__ static u32 one(int i);    // limb i of R mod p  compile-time index the load
 //     __device__ static u32 r2(int i);     // limb i of R^2 mod p  folds into the instruction)
 //     __device__ static u32 pm2(int i);    // limb i of p - 2 (Fermat inverse exponent)
-// with R = 2^(32N). Requires 4p < R (true for Fr: 255 of 256 bits, Fp: 381 of 384), so sums of
+// with R = 2^(32N). Requires 2p < R (true for Fr: 255 of 256 bits, Fp: 381 of 384), so sums of
 // two reduced values never overflow N limbs and the CIOS accumulator stays below 2p.
 //
 // Costs (N limbs): add/sub ~2N integer ops; mul = 4N^2 mad (N=8: 256, N=12: 576) + ~3N other;
@@ -273,13 +274,17 @@ __device__ __forceinline__ mont_t<P> mul_wide(const mont_t<P>& a, const mont_t<P
 // two mul_wide (Fp: 432 against 576); the XYZZ formulas' Y3 = R (Q - X3) - Y1 PPP is one
 // (ec/xyzz.cuh mul_sub). Bounds: c' = -c (reduced, < p); the CIOS value stays below a + c' + p <
 // 3p at every round start (T + a b_i + c' d_i + m p < 2^32 (a + c' + p)), so the odd array stays
-// below 2^(32N) (3p < R) and the result, < 3p, needs two conditional subtractions. Inputs < p;
-// even N. The variant MONT_MUL_SUB=1 of mul_sub (below) uses it.
+// below 2^(32N) and the result, < 3p, needs two conditional subtractions. That needs 3p < R:
+// true for Fp (381 of 384 bits), not for Fr (3r > 2^256), which takes two mul_wide instead.
+// Inputs < p; even N. mul_sub (below) uses it in the modules that define MONT_MUL_SUB 1.
 template <class P>
 __device__ __forceinline__ mont_t<P> mul_sub_wide(const mont_t<P>& a, const mont_t<P>& b, const mont_t<P>& c,
                                                   const mont_t<P>& d) {
     constexpr int N = P::N;
     static_assert(N % 2 == 0, "mul_sub_wide needs an even number of limbs");
+    if constexpr (3ull * (P::TOP + 1ull) > (1ull << 32)) {  // 3p >= R possible: no spare bits
+        return mul_wide(a, b) - mul_wide(c, d);
+    }
     const mont_t<P> nc = -c;
     u32 ev[N], od[N];
 #pragma unroll
