@@ -16,7 +16,7 @@ import random
 
 import numpy as np
 import pytest
-from gpu import require_gpu
+from gpu import multiplier_variant_cases, require_gpu
 
 cp = require_gpu()
 
@@ -263,16 +263,7 @@ def test_multiplier_variant(table, n, define):
     was built (kernels.build --variant msm_g2.cu:MONT_MUL_KARA=1)."""
     group = dataclasses.replace(cuda_msm.G2, defines=(define,))
     rng = random.Random(SEED + 1300 + n)
-    ks = [rng.randrange(0, TABLE + 1) for _ in range(n)]
-    ks[0] = ks[0] or 1
-    few = [rng.randrange(1, 4) for _ in range(n)]
-    s = rng.randrange(2, R_MOD)
-    cases = [("uniform", ks, [rng.randrange(R_MOD) for _ in range(n)], {}),
-             ("mixed", ks, scalars_mix(rng, n, 0.5), {}),
-             ("equal, 3 points", few, [s] * n, {}),
-             ("mixed, no split", ks, scalars_mix(rng, n, 0.3), {"split": False})]
-    if n == 4097:
-        cases.append(("mixed, affine", ks, scalars_mix(rng, n, 0.5), {"accumulate": "affine"}))
+    cases = multiplier_variant_cases(rng, n, TABLE, scalars_mix, R_MOD)
     for name, kk, sc, kw in cases:
         pts = np.ascontiguousarray(table[1][np.asarray(kk, dtype=np.int64)])
         got = cuda_msm.msm(group, pts, fr_to_limbs(sc), **kw)
