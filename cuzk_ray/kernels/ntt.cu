@@ -38,10 +38,11 @@ __device__ __forceinline__ void butterfly1(F& x0, F& x1) {
 }
 
 // WIDE: the Fr multiplication mul_wide (ff/mont32.cuh, 64-bit-pair carry chains, ~270 SASS
-// instructions) instead of operator* (~640); same result bit for bit. The variant
-// ntt.cu:MONT_MUL_F64=1 (cuda/ntt.py DEFINES) makes every product of the module mul_f64
-// (ff/mont_f64.cuh: the a*b limb products on the FP64 units, the reduction on IMAD), the _w
-// kernels' too: the passes are bound by the Fr multiplication, and IMAD and FP64 issue side by side.
+// instructions) instead of operator* (~640); same result bit for bit. The variants
+// ntt.cu:MONT_MUL_F64=1 / MONT_MUL_KARA=1 (cuda/ntt.py DEFINES) make every product of the module,
+// the _w kernels' too, mul_f64 (ff/mont_f64.cuh: the a*b limb products on the FP64 units) or
+// mul_kara (Karatsuba product): both slower on the H200 (2^27: 52.4 / 47.0 ms against 43.0;
+// docs/BENCHMARKS.md), kept as tested variants.
 template <bool WIDE>
 __device__ __forceinline__ F fmul(const F& a, const F& b) {
 #if MONT_MUL_F64

@@ -464,8 +464,10 @@ __device__ __forceinline__ mont_t<P> sqr_wide(const mont_t<P>& x) {
 // a0 b1 + a1 b0 = z0 + z2 + (a0 - a1)(b1 - b0) = z0 + z2 -+ m (the sign from the two borrows), so
 // the product takes 3 H^2 = 3/4 N^2 wide mads (Fp 108, Fr 48) against mul_wide's N^2, for ~10N
 // more adds on the ALU pipe (the differences, z1, placing z1 at word H). With the reduction (Fp
-// 144 wide mads, Fr 56): Fp 252 against mul_wide's 288, Fr 104 against 120; mul_wide and sqr_wide
-// are bound by the IMAD pipe (docs/BENCHMARKS.md). A compile-time variant of operator* (MONT_MUL_KARA).
+// 144 wide mads, Fr 56): Fp 252 against mul_wide's 288, Fr 104 against 120. Measured on the H200
+// no faster (Fp 27.5 against 27.2 G mul/s; slower in the MSM and NTT): the instructions issued
+// bind as well as the IMAD slots (docs/BENCHMARKS.md). A compile-time variant of operator*
+// (MONT_MUL_KARA), kept with its tests as the record.
 // Bounds: halves < 2^(32H), so z0, z2, m < 2^(32N) and z1 = a0 b1 + a1 b0 < 2^(32N+1) (N+1 words,
 // top word 0 or 1); t = a b < p^2 < p R, as redc_words needs. Inputs < p; N even, H even.
 namespace mont_detail {
@@ -605,8 +607,8 @@ __device__ __forceinline__ mont_t<P> operator*(const mont_t<P>& a, const mont_t<
 #endif
 }
 
-// a b - c d: one reduction (mul_sub_wide) when MONT_MUL_SUB and MONT_MUL_WIDE are 1 (a variant,
-// default 0), else two products and a subtraction.
+// a b - c d: one reduction (mul_sub_wide) when the module defines MONT_MUL_SUB 1 (msm.cu does) and
+// MONT_MUL_WIDE 1, else two products and a subtraction.
 template <class P>
 __device__ __forceinline__ mont_t<P> mul_sub(const mont_t<P>& a, const mont_t<P>& b, const mont_t<P>& c,
                                              const mont_t<P>& d) {
