@@ -53,7 +53,7 @@ def with_edges(values, p):
 
 def carry_edges(p, nbits):
     """Inputs below p that stress the carry chains: all-ones limbs (32-bit, and mul_f64's 48-bit ones),
-    the top bit, R and R^2 mod p."""
+    the top bit, R and R^2 mod p; and mul_kara's half-limb cases (karatsuba_edges)."""
     top = nbits - 32
     vals = [(1 << k) - 1 for k in range(32, nbits, 32)] + [p - (1 << k) for k in range(32, nbits, 32)]
     vals += [(1 << k) - 1 for k in range(48, nbits, 48)] + [p - (1 << k) for k in range(48, nbits, 48)]  # mul_f64

@@ -8,6 +8,7 @@
 // accumulation step 6158 instructions, 2498 FP64, 3277 IMAD-pipe slots against 4262 / 0 / 5621.
 // NVVM converts each reused operand (ZZ, ZZZ, P, PP, PPP, R) to double limbs once by itself (11
 // conversions per mixed addition): converting them explicitly in xyzz_madd gave the same SASS.
+// Measured on the H200: slower (G1 2^27 uniform 958.7 against 790.1 ms; docs/BENCHMARKS.md).
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif

@@ -229,6 +229,14 @@ __device__ __forceinline__ void mad_round(u32* ev, u32* od, const u32* a, u32 bi
         od[N - 1] = ptx::addc(od[N - 1], 0);
     }
 }
+// The value after the last round: t = ev + (od >> 32) (od is that round's aligned array, od[0] = 0).
+template <int N>
+__device__ __forceinline__ void fold_rounds(u32* t, const u32* ev, const u32* od) {
+    t[0] = ptx::add_cc(ev[0], od[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
+    t[N - 1] = ptx::addc(ev[N - 1], 0);
+}
 // One CIOS round on (aligned ev, shifted od): add a * bi (first: ev, od were empty), then m p.
 template <class P>
 __device__ __forceinline__ void mad_redc_round(u32* ev, u32* od, const u32* a, u32 bi, bool first) {
@@ -260,12 +268,8 @@ __device__ __forceinline__ mont_t<P> mul_wide(const mont_t<P>& a, const mont_t<P
         mont_detail::mad_redc_round<P>(ev, od, a.v, b.v[i], i == 0);
         mont_detail::mad_redc_round<P>(od, ev, a.v, b.v[i + 1], false);
     }
-    // T = ev + (od >> 32) (od is the aligned array of the last round, od[0] = 0); T < 2p.
     u32 t[N];
-    t[0] = ptx::add_cc(ev[0], od[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
-    t[N - 1] = ptx::addc(ev[N - 1], 0);
+    mont_detail::fold_rounds<N>(t, ev, od);  // T < 2p
     return mont_reduce_once<P>(t, 0);
 }
 
@@ -293,10 +297,7 @@ __device__ __forceinline__ mont_t<P> mul_sub_wide(const mont_t<P>& a, const mont
         mont_detail::mad2_redc_round<P>(od, ev, a.v, b.v[i + 1], nc.v, d.v[i + 1], false);
     }
     u32 t[N];
-    t[0] = ptx::add_cc(ev[0], od[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(ev[j], od[j + 1]);
-    t[N - 1] = ptx::addc(ev[N - 1], 0);
+    mont_detail::fold_rounds<N>(t, ev, od);  // T < 3p
     const mont_t<P> once = mont_reduce_once<P>(t, 0);
     return mont_reduce_once<P>(once.v, 0);
 }
@@ -403,10 +404,7 @@ __device__ __forceinline__ mont_t<P> redc_words(u32* e) {
         redc_round<P>(o, e, false);
     }
     u32 t[N];
-    t[0] = ptx::add_cc(e[0], o[1]);
-#pragma unroll
-    for (int j = 1; j < N - 1; j++) t[j] = ptx::addc_cc(e[j], o[j + 1]);
-    t[N - 1] = ptx::addc(e[N - 1], 0);
+    fold_rounds<N>(t, e, o);
     t[0] = ptx::add_cc(t[0], e[N]);
 #pragma unroll
     for (int j = 1; j < N; j++) t[j] = ptx::addc_cc(t[j], e[N + j]);
