@@ -133,3 +133,14 @@ def test_stage_table_has_a_legend_summed_time_and_seconds_per_proof():
     assert "start-up not included" in table[-1]
     # twin: a stage no partition has is not listed
     assert not any(line.startswith("msm_h") for line in table)
+
+
+def test_stage_table_lists_the_gpu_sections_under_gpu_in_stage_order():
+    rs = [result("a", 0, gpu=1.2, **{"gpu.msm_h": 0.8, "gpu.h": 0.3, "gpu.expand": 0.1}),
+          result("a", 1, gpu=1.0, **{"gpu.msm_h": 0.6, "gpu.h": 0.3})]
+    table = stage_table(rs, wall_s=2.0).splitlines()
+    rows = [line.split()[0] for line in table[1:-1]]
+    assert rows == ["gpu", "gpu.h", "gpu.msm_h", "gpu.expand"]  # stages first, in order; then the rest
+    assert table[2].startswith("gpu.h            0.300     0.600  of which the device held for h")
+    assert table[3].startswith("gpu.msm_h        0.700     1.400")
+    assert table[4].startswith("gpu.expand       0.100     0.100")  # in one partition only

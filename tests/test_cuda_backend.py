@@ -73,6 +73,12 @@ def test_engine_with_gpu_prover(tmp_path):
     assert not batch.failed and len(batch.results) == 8
     assert all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     assert all(r.times["gpu"] > 0 for r in batch.results)
+    # the device time by section: every prover stage that holds the device, summing to "gpu"
+    for r in batch.results:
+        sections = {k: v for k, v in r.times.items() if k.startswith("gpu.")}
+        assert {"gpu.h", "gpu.msm_a", "gpu.msm_b_g1", "gpu.msm_b_g2", "gpu.msm_l", "gpu.msm_h"} <= set(sections)
+        assert all(v > 0 for v in sections.values())
+        assert sum(sections.values()) == pytest.approx(r.times["gpu"])
 
 
 def test_stage_uploads_once_and_gpu_time_is_counted_per_context(backends):

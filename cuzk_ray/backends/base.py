@@ -20,10 +20,13 @@ from ..witness import Witness
 
 @dataclass
 class DeviceTime:
-    """Kernel seconds of one partition on a device, and when it held the device (epoch seconds)."""
+    """Kernel seconds of one partition on a device, and when it held the device (epoch seconds);
+    ``sections``: the same seconds by what held the device ("h", "msm_h", ...), so a profile of
+    the prover itself says where a partition's GPU time goes, not a standalone kernel bench."""
 
     seconds: float = 0.0
     spans: list[tuple[float, float]] = field(default_factory=list)
+    sections: dict[str, float] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -70,6 +70,11 @@ VRAM_MARGIN = 1 << 30  # keep 1 GiB free for kernels' scratch
 _account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", default=None)
 
 
+def _msm_section(query: str) -> str:
+    """The section an MSM's device time is counted under: "msm_h" for "h_query" (the stage's name)."""
+    return "msm_" + query.removesuffix("_query")
+
+
 class GpuKey:
     """A proving key with its queries in VRAM (and the single points for assembly on the CPU)."""
 
@@ -203,7 +208,7 @@ class CudaBackend:
         witness = self._scalar_limbs(witness, "witness")  # ints too, as the cpu backend takes
         with times.stage("h") if times is not None else nullcontext():
             dcs = self.load_cs(cs)
-            return FrVector(self._timed_gpu(cuda_spmv.h_from_witness, dcs, witness))
+            return FrVector(self._timed_gpu("h", cuda_spmv.h_from_witness, dcs, witness))
 
     def _scalar_limbs(self, x, what: str):
         """What a kernel wrapper takes: an FrVector as it is (trusted); a cupy array stays on the
@@ -220,7 +225,9 @@ class CudaBackend:
             return as_fr_limbs(x)
         return checked_fr(x, what)
 
-    def _timed_gpu(self, fn, *args, **kw):
+    def _timed_gpu(self, section: str, fn, *args, **kw):
+        """fn(*args, **kw) under the GPU lock, the device synchronized after it; the seconds are
+        counted towards the current partition (account), also under ``section``."""
         with self._gpu_lock:
             t0, w0 = time.perf_counter(), time.time()
             try:
@@ -233,6 +240,7 @@ class CudaBackend:
                 if box is not None:
                     box.seconds += dt
                     box.spans.append((w0, w0 + dt))
+                    box.sections[section] = box.sections.get(section, 0.0) + dt
                 free, total = self.cp.cuda.runtime.memGetInfo()
                 self._vram_peak = max(self._vram_peak, total - free)
 
@@ -268,7 +276,8 @@ class CudaBackend:
         full, bits, values = self._upload([(w.full, 4 * nw), (w.bits, 4 * nw), (w.values, w.values.nbytes)])
         values = (values.view(cp.uint64).reshape(w.n_full, FR_LIMBS) if w.n_full
                   else cp.empty((0, FR_LIMBS), dtype=cp.uint64))  # all bits: nothing went up
-        dev = self._timed_gpu(cuda_witness.expand, w.n_wires, full.view(cp.uint32), bits.view(cp.uint32), values)
+        dev = self._timed_gpu("expand", cuda_witness.expand, w.n_wires, full.view(cp.uint32), bits.view(cp.uint32),
+                              values)
         return FrVector(dev)
 
     def _upload(self, parts) -> list:
@@ -301,7 +310,7 @@ class CudaBackend:
         """h (numpy ``uint64[n, 4]``, standard form) from a, b, c (FrVectors, or limbs / ints,
         checked by the kernel wrapper)."""
         a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
-        return self._timed_gpu(cuda_ntt.compute_h, a, b, c)
+        return self._timed_gpu("h", cuda_ntt.compute_h, a, b, c)
 
     def gather(self, key: GpuKey, wires: str, scalars):
         """scalars[pk.<wires>] on the device (a new contiguous uint64[k, 4]; an FrVector when given
@@ -323,7 +332,7 @@ class CudaBackend:
         limbs = cp.asarray(s.limbs if trusted else s)
         if len(limbs) != key.pk.n_wires:
             raise ValueError(f"gather {wires}: {len(limbs)} scalars, the key has {key.pk.n_wires} wires")
-        out = self._timed_gpu(cp.take, limbs, key.wires[wires], 0)
+        out = self._timed_gpu("gather", cp.take, limbs, key.wires[wires], 0)
         # rows of checked values are checked values; a raw array is range-checked by the MSM
         return FrVector(out) if trusted else out
 
@@ -333,7 +342,8 @@ class CudaBackend:
         if len(s) != bases.n:
             raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         # H's scalars are evaluations of a b - c: uniform, so no 0/1 split (msm_parts split=False)
-        parts = self._timed_gpu(cuda_msm.msm_parts, cuda_msm.G1, bases, s, split=query != "h_query")
+        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, cuda_msm.G1, bases, s,
+                                split=query != "h_query")
         return g1_points(cuda_msm.finish(parts).reshape(1, 2, 6))[0]  # host work, the device let go
 
     def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
@@ -348,7 +358,7 @@ class CudaBackend:
             if start < 0 or start + len(s) > bases.n:
                 raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
             bases = bases.slice(start, len(s))
-        parts = self._timed_gpu(cuda_msm.msm_parts, cuda_msm.G2, bases, s)
+        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, cuda_msm.G2, bases, s)
         return g2_points(cuda_msm.finish(parts).reshape(1, 2, 2, 6))[0]  # host work, the device let go
 
     def submit(self, fn, *args):

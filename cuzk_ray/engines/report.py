@@ -30,15 +30,25 @@ LEGEND = {
 }
 
 
+def gpu_sections(results: list[PartitionResult]) -> list[str]:
+    """The "gpu.<section>" keys of the results' times (the device time by what held it, see
+    backends.base.DeviceTime), in stage order; sections that are not stages last."""
+    keys = {k for r in results for k in r.times if k.startswith("gpu.")}
+    order = {f"gpu.{st}": i for i, st in enumerate(STAGES)}
+    return sorted(keys, key=lambda k: (order.get(k, len(order)), k))
+
+
 def stage_table(results: list[PartitionResult], wall_s: float, proofs: int | None = None) -> str:
     """Per-stage median and summed seconds over the partitions, with what each stage is; then the
     batch's wall time and seconds per proof. Summed time counts stages of partitions that ran at
     once (and the MSM threads of one partition) separately, so it can exceed the wall time."""
     lines = [f"{'stage':<12}{'median s':>10}{'summed s':>10}  what"]
     for st in STAGES:
-        vals = [r.times[st] for r in results if st in r.times and np.isfinite(r.times[st])]
-        if vals:
-            lines.append(f"{st:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}  {LEGEND.get(st, '')}".rstrip())
+        for key in [st] + (gpu_sections(results) if st == "gpu" else []):
+            vals = [r.times[key] for r in results if key in r.times and np.isfinite(r.times[key])]
+            if vals:
+                what = LEGEND.get(key, f"of which the device held for {key[4:]}" if key.startswith("gpu.") else "")
+                lines.append(f"{key:<12}{np.median(vals):>10.3f}{sum(vals):>10.3f}  {what}".rstrip())
     n_proofs = proofs if proofs is not None else len({r.proof_id for r in results})
     per = f", {wall_s / n_proofs:.3f} s/proof" if n_proofs else ""
     lines.append(f"{'wall':<12}{wall_s:>10.3f}{'':>10}  {len(results)} partition(s) of {n_proofs} proof(s){per}; "

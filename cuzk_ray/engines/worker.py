@@ -61,6 +61,8 @@ class PartitionProver:
             proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
         if gpu is not None:
             times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
+            for section, sec in gpu.sections.items():  # the same by what held the device
+                times[f"gpu.{section}"] = sec
             times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
         public = limbs_to_ints(read_wires(part.witness, 1, 1 + self.pk.n_public))  # not the whole witness
         return PartitionOutcome(part.proof_id, part.partition, proof, [int(x) for x in public], dict(times),
