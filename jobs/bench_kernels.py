@@ -6,6 +6,7 @@
         --h-max: largest size for H (default: all); --pass: pass kernel(s), comma list, e.g.
         ntt_pass,ntt_pass_w (see cuzk_ray.cuda.ntt.PASS_KERNEL; default: its value);
         --pass-bits "8,9": stages per pass to try (cuda.MAX_PASS_BITS; default: its value).
+        --pass-threads 256: at most this many threads per pass block (cuda.PASS_THREADS).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
@@ -209,6 +210,8 @@ def main(argv: list[str]) -> None:
             pass_kernels = args.pop(0).split(",")
         elif a == "--pass-bits":
             pass_bits = [int(b) for b in args.pop(0).split(",")]
+        elif a == "--pass-threads":
+            cuda.PASS_THREADS = int(args.pop(0))
         else:
             sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)

@@ -33,7 +33,8 @@ def rng():
     return random.Random(SEED)
 
 
-PASS_KERNELS = ["ntt_pass", "ntt_pass_r4", "ntt_pass_tws", "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w"]
+PASS_KERNELS = ["ntt_pass", "ntt_pass_r4", "ntt_pass_tws", "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w",
+                "ntt_pass_tws_w"]
 
 
 @pytest.fixture(params=PASS_KERNELS)
@@ -223,6 +224,20 @@ def test_ntt_pass_kernels_agree(log_n, kernel, bits, rng, monkeypatch):
         monkeypatch.setattr(cuda, "MAX_PASS_BITS", 8)
         monkeypatch.setattr(cuda, "PASS_KERNEL", "ntt_pass")
         assert cp.array_equal(got, cuda.compute_h_device(abc)), f"compute_h {kernel} bits={bits} n=2^{log_n}"
+
+
+@pytest.mark.parametrize("threads", [64, 256])
+@pytest.mark.parametrize("kernel", ["ntt_pass_w", "ntt_pass_tws_w"])
+@pytest.mark.parametrize("log_n", [10, 17, 24])
+def test_ntt_pass_threads_cap(log_n, kernel, threads, rng, monkeypatch):
+    """PASS_THREADS caps the threads of a pass block (each thread then loops over more
+    butterflies per stage): the same bits as the default geometry, forward and inverse."""
+    x = rand_device_fr(rng, 1, 1 << log_n)
+    monkeypatch.setattr(cuda, "PASS_KERNEL", kernel)
+    want = [cuda.ntt_device(x), cuda.ntt_device(x, inverse=True)]
+    monkeypatch.setattr(cuda, "PASS_THREADS", threads)
+    got = [cuda.ntt_device(x), cuda.ntt_device(x, inverse=True)]
+    assert all(cp.array_equal(g, w) for g, w in zip(got, want)), f"{kernel} threads={threads} n=2^{log_n}"
 
 
 def test_ntt_conventions_differ_and_zero(rng):

@@ -133,6 +133,28 @@ def test_abc_and_h_from_witness(backend, kind, a, b):
     assert not cp.array_equal(backend.compute_h_from_witness(cs, wd).limbs, h.limbs)
 
 
+@pytest.mark.parametrize("kind,a,b", [("linear", 2, False), ("pow2", 2, False), ("porep", 1000, 3)])
+def test_c_over_r_is_c_divided_by_r_and_gives_the_same_h(backend, kind, a, b):
+    """Without C, evaluate_abc(c_over_r=True) leaves c / R (one Montgomery product) and
+    compute_h_device(c_over_r=True) folds the R back: the same h as from c itself; the twin: that
+    c read as c itself gives another h. A stored C is refused."""
+    _, cs, w = _circuit(kind, a, b)
+    dcs = backend.load_cs(cs)
+    if dcs.C is not None:
+        with pytest.raises(ValueError, match="stores C"):
+            cuda_spmv.evaluate_abc(dcs, w, c_over_r=True)
+        return
+    abc = cuda_spmv.evaluate_abc(dcs, w)
+    abc_r = cuda_spmv.evaluate_abc(dcs, w, c_over_r=True)
+    assert cp.array_equal(abc_r[:2], abc[:2])
+    c, c_r = limbs_to_ints(cp.asnumpy(abc[2])), limbs_to_ints(cp.asnumpy(abc_r[2]))
+    r_inv = pow(2**256, -1, R_MOD)
+    assert [int(x) for x in c_r] == [int(x) * r_inv % R_MOD for x in c]
+    want = cuda.compute_h_device(abc.copy())
+    assert cp.array_equal(cuda.compute_h_device(abc_r.copy(), c_over_r=True), want)
+    assert not cp.array_equal(cuda.compute_h_device(abc_r.copy()), want)
+
+
 def test_fast_path_equals_multiplication_path(backend):
     cs = build_circuit(4096, 4)
     w = synthesize(4096, 4, seed=1)

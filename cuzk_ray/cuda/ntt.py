@@ -89,22 +89,29 @@ def _pass_plan(log_n: int, dit: bool) -> list[tuple[int, int]]:
 # NTT pass kernel (kernels/ntt.cu): "ntt_pass" (radix 2, twiddles from global memory),
 # "ntt_pass_r4" (radix 4 in registers), "ntt_pass_tws" (radix 2, the block's twiddles staged in
 # shared memory); "ntt_pass_w", "ntt_pass_w32", "ntt_pass_r4w": ntt_pass / ntt_pass_r4 with the
-# 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses.
+# 64-bit-pair Fr multiplication (mul_wide) and, except _w32, 128-bit shared-memory accesses;
+# "ntt_pass_tws_w": ntt_pass_tws with both.
 # All are tested bit for bit; the default is the fastest measured on the H200 (2026-11-29:
 # 2^24 5.27 ms with ntt_pass_w vs 7.64 with ntt_pass, 2^27 43.8 vs 63.8; docs/BENCHMARKS.md).
 PASS_KERNEL = "ntt_pass_w"
 # kernel -> (tile elements per thread, launch bound of threads per block); a block of fewer
 # threads than tile / per-thread loops over the tile (the pass loops are strided).
 _PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws": (2, 512),
-                  "ntt_pass_w": (2, 512), "ntt_pass_w32": (2, 512), "ntt_pass_r4w": (4, 256)}
+                  "ntt_pass_w": (2, 512), "ntt_pass_w32": (2, 512), "ntt_pass_r4w": (4, 256),
+                  "ntt_pass_tws_w": (2, 512)}
+_TWIDDLES_IN_SHARED = ("ntt_pass_tws", "ntt_pass_tws_w")  # twice the tile's shared memory
+# At most this many threads per pass block (None: the kernel's launch bound above); fewer make a
+# thread loop over more butterflies per stage and let more, smaller blocks share an SM (the
+# benchmark's --pass-threads).
+PASS_THREADS: int | None = None
 
 
 def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
     c = min(lo, 2)
     tile = 1 << (k + c)
     per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
-    threads = min(max(tile // per_thread, 1), max_threads)
-    smem = tile * 32 * (2 if PASS_KERNEL == "ntt_pass_tws" else 1)
+    threads = min(max(tile // per_thread, 1), max_threads, PASS_THREADS or max_threads)
+    smem = tile * 32 * (2 if PASS_KERNEL in _TWIDDLES_IN_SHARED else 1)
     kernel = get_kernel(MODULE, PASS_KERNEL, DEFINES)
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
@@ -182,12 +189,15 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     return out
 
 
-def compute_h_device(abc, domain: Domain | str | None = None):
+def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
     """h from a cupy ``uint64[3, n, 4]`` holding a, b, c (standard form); overwrites abc.
+    c_over_r: abc[2] holds c / R (c = a * b as one Montgomery product, cuda.spmv.evaluate_abc);
+    the factor R is folded into its 1/n scaling, which costs nothing.
 
     Steps (all in VRAM, 3 vectors per launch):
       1. iNTT_n by DIF passes with inverse twiddles  -> coefficients in bit-reversed order
-      2. coefficient i *= w_2n^i / n (and an extra R on b, see h_pointwise) -> 1 scaling pass
+      2. coefficient i *= w_2n^i / n (and an extra R on b, see h_pointwise; on c with c_over_r)
+                                                     -> 1 scaling pass
       3. NTT_n by DIT passes (bit-reversed in)       -> values at the odd 2n-th roots, natural order
       4. h_j = a_j b_j - c_j                          -> new cupy uint64[n, 4]
     No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
@@ -203,7 +213,8 @@ def compute_h_device(abc, domain: Domain | str | None = None):
     tw = _omega_table(d)
     _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
     n_inv = d.n_inv
-    _scale(abc, abc, log_n, d.omega_2n, (n_inv, n_inv * FR_R % R_MOD, n_inv), bitrev=True)
+    c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
+    _scale(abc, abc, log_n, d.omega_2n, (n_inv, n_inv * FR_R % R_MOD, c_factor), bitrev=True)
     _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
     h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
     get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))

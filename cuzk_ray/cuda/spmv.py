@@ -176,9 +176,13 @@ def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
     return w
 
 
-def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None):
+def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None, c_over_r: bool = False):
     """a | b | c on the domain as a new cupy ``uint64[3, n, 4]`` (standard form, the layout of
-    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C."""
+    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C.
+    c_over_r: c / R instead (one Montgomery product, not two), for compute_h_device(c_over_r=True);
+    only without C (a stored C gives c itself: ValueError)."""
+    if c_over_r and dcs.C is not None:
+        raise ValueError("evaluate_abc: c_over_r needs c = a * b, but this constraint system stores C")
     cp = require_cupy()
     w = device_witness(dcs, witness).limbs
     n = dcs.domain
@@ -188,11 +192,13 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None)
     if dcs.C is not None:
         dcs.C.matvec_into(abc[2], w, fast=fast)
     else:
-        launch("fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
+        launch("fr_mul_mont" if c_over_r else "fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
     return abc
 
 
 def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None):
     """h (cupy ``uint64[n, 4]``, standard form, every value < r by construction) from the
-    witness: spmv, then ntt.compute_h_device."""
-    return compute_h_device(evaluate_abc(dcs, witness), domain)
+    witness: spmv, then ntt.compute_h_device (c as c / R when C is not stored: one product
+    fewer per row, the R folded into c's scaling)."""
+    c_over_r = dcs.C is None
+    return compute_h_device(evaluate_abc(dcs, witness, c_over_r=c_over_r), domain, c_over_r=c_over_r)

@@ -250,7 +250,9 @@ ntt_pass_r4w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, 
 
 // dst[i] = src[i] * g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level
 // table: g^j * f_y = hi[j >> lo_bits] * lo_y[j & mask] (both Montgomery form, lo_y = lo +
-// y*lo_stride). src may equal dst. 2 Fr mul per element.
+// y*lo_stride). src may equal dst. 2 Fr mul (mul_wide) per element: at 2^27 x 3 vectors ~0.8 G
+// products, compute-bound (24 GiB of traffic is ~6 ms; the products ~15 ms at mul_wide's rate,
+// ~22 ms with operator*, which this kernel used before 2026-12-02).
 extern "C" __global__ void scale_powers(const u32* src, u32* dst, int log_n, const u32* hi, const u32* lo,
                                         int lo_bits, u64 lo_stride, int bitrev) {
     const u64 n = 1ull << log_n;
@@ -258,16 +260,16 @@ extern "C" __global__ void scale_powers(const u32* src, u32* dst, int log_n, con
     if (i >= n) return;
     const u64 voff = (u64)blockIdx.y * n * FR_WORDS;
     const u64 j = (bitrev && log_n > 0) ? (__brevll(i) >> (64 - log_n)) : i;
-    const F f = load<fr_params>(hi, j >> lo_bits) *
-                load<fr_params>(lo + (u64)blockIdx.y * lo_stride * FR_WORDS, j & ((1ull << lo_bits) - 1));
-    store(dst + voff, i, load<fr_params>(src + voff, i) * f);
+    const F f = fmul<true>(load<fr_params>(hi, j >> lo_bits),
+                           load<fr_params>(lo + (u64)blockIdx.y * lo_stride * FR_WORDS, j & ((1ull << lo_bits) - 1)));
+    store(dst + voff, i, fmul<true>(load<fr_params>(src + voff, i), f));
 }
 
 // out[i] = hi[i >> lo_bits] * lo[i & mask] for i < count (Montgomery in, Montgomery out).
 extern "C" __global__ void powers_table(u32* out, u64 count, const u32* hi, const u32* lo, int lo_bits) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
-    store(out, i, load<fr_params>(hi, i >> lo_bits) * load<fr_params>(lo, i & ((1ull << lo_bits) - 1)));
+    store(out, i, fmul<true>(load<fr_params>(hi, i >> lo_bits), load<fr_params>(lo, i & ((1ull << lo_bits) - 1))));
 }
 
 // h = a*b - c on n elements; abc = [a | b | c], b scaled by R beforehand so that the
@@ -276,7 +278,7 @@ extern "C" __global__ void h_pointwise(u32* h, const u32* abc, u64 n) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const F a = load<fr_params>(abc, i), b = load<fr_params>(abc, n + i), c = load<fr_params>(abc, 2 * n + i);
-    store(h, i, a * b - c);
+    store(h, i, fmul<true>(a, b) - c);
 }
 
 // Fill the lower levels of the twiddle table from its top level: tw[d - 1 + r] = w_(2d)^r =
@@ -293,4 +295,12 @@ extern "C" __global__ void twiddle_levels(u32* tw, int log_n) {
 extern "C" __global__ void __launch_bounds__(512)
 ntt_pass_tws(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
     ntt_pass_impl<2>(src, dst, tw, log_n, lo, k, c, flags);
+}
+
+// MODE 2 (the block's twiddles staged in shared memory with the tile) with mul_wide and the
+// 128-bit layout: whether the per-stage twiddle load from L2 of ntt_pass_w is exposed latency
+// (its ncu profile at 2^24: 17 cycles between a warp's issues, 31 % of them math-pipe throttle).
+extern "C" __global__ void __launch_bounds__(512)
+ntt_pass_tws_w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
+    ntt_pass_impl<2, true, true>(src, dst, tw, log_n, lo, k, c, flags);
 }
