@@ -459,7 +459,8 @@ def test_affine_doubling_and_cancelling_pairs(table, accumulate):
 # by mul_f64, ff/mont_f64.cuh), MONT_MUL_KARA=1 (by mul_kara: Karatsuba product, sqr_wide's reduction),
 # MONT_MUL_SUB=0 (the point formulas' a b - c d as two products; the default, 1, in one reduction) ---
 
-MUL_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1", "MONT_MUL_SUB=0"]
+# builds of msm.cu: the multipliers, and the accumulation's point prefetch (none; by cp.async)
+MUL_VARIANTS = ["MONT_MUL_F64=1", "MONT_MUL_KARA=1", "MONT_MUL_SUB=0", "MSM_PREFETCH=0", "MSM_PREFETCH=2"]
 
 
 @pytest.mark.parametrize("define", MUL_VARIANTS)

@@ -51,9 +51,26 @@
 #ifndef MSM_SEG_MINB
 #define MSM_SEG_MINB 2
 #endif
+// MSM_PREFETCH 2 (a variant): the next point goes global -> shared memory by cp.async (two
+// slots per thread, 2 x 96 bytes in G1), so no registers hold it during the current addition.
+// Why: msm_seg_points is capped at 254 registers and ptxas then chains many carry sequences on
+// one predicate back to back (15 % of its carry-consuming instructions directly follow their
+// producer, against 0.4 % for two independent mul_wide in a 64-register kernel): the prefetched
+// point's 24 registers are room for it to interleave them.
 #ifndef MSM_PREFETCH
 #define MSM_PREFETCH 1
 #endif
+#define MSM_SEG_THREADS 128  // block size of msm_seg_points (cuda/msm.py THREADS)
+
+// 16-byte asynchronous copies of `bytes` from global src to shared dst (cp.async, sm_80+);
+// the caller waits with cp_async_wait_all before reading dst.
+__device__ __forceinline__ void cp_async_bytes(void* dst, const void* src, int bytes) {
+    const u32 d = (u32)__cvta_generic_to_shared(dst);
+    for (int k = 0; k < bytes; k += 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d + k), "l"((const char*)src + k));
+    asm volatile("cp.async.commit_group;");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // acc + point i (affine, Montgomery form; all-zero = infinity, skipped), negated if neg.
 template <class F>
@@ -131,7 +148,15 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
     // gather's latency overlaps the ~10 multiplications of a mixed addition.
     u32 v_next = POINTS ? (u32)sorted[beg] : 0;
     affine_t<F> p_next;
-    if (POINTS && MSM_PREFETCH) p_next = load_affine<F>(points, v_next & 0x7fffffffu);
+    constexpr int PW = 2 * sizeof(F) / 4;  // words of an affine point
+    u32* slot = nullptr;                   // MSM_PREFETCH 2: this thread's two staging slots
+    if constexpr (POINTS && MSM_PREFETCH == 2) {
+        __shared__ __align__(16) u32 staged[MSM_SEG_THREADS][2][PW];
+        slot = staged[threadIdx.x][0];
+        cp_async_bytes(slot, points + (u64)(v_next & 0x7fffffffu) * PW, 4 * PW);
+    } else if (POINTS && MSM_PREFETCH) {
+        p_next = load_affine<F>(points, v_next & 0x7fffffffu);
+    }
     for (u32 e = beg; e < end; e++) {
         const u32 k = entry_key<POINTS>(sorted, in_keys, e);
         if (k != key) {  // the run of `key` ends here
@@ -148,7 +173,16 @@ __device__ __forceinline__ void seg_pass(const u32* points, const u64* sorted, c
         if (POINTS) {
             const u32 v = v_next;
             affine_t<F> p;
-            if (MSM_PREFETCH) {
+            if constexpr (MSM_PREFETCH == 2) {
+                u32* cur = slot + ((e - beg) & 1) * PW;
+                cp_async_wait_all();
+                p = load_affine<F>(cur, 0);
+                if (e + 1 < end) {
+                    v_next = (u32)sorted[e + 1];
+                    u32* nxt = slot + ((e + 1 - beg) & 1) * PW;
+                    cp_async_bytes(nxt, points + (u64)(v_next & 0x7fffffffu) * PW, 4 * PW);
+                }
+            } else if (MSM_PREFETCH) {
                 p = p_next;
                 if (e + 1 < end) {
                     v_next = (u32)sorted[e + 1];
