@@ -10,8 +10,9 @@
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
-        --g1-windows "14,18": extra G1 MSM rows (uniform scalars) at these windows.
-        --g2-windows "16,18,20": extra G2 MSM rows (uniform scalars) at these windows.
+        --g1-windows "14,18,mixed": extra G1 MSM rows (uniform scalars) at these windows: c bits
+        each, or "mixed" (cuda_msm.WindowPlan.mixed: 8 x 21 + 4 x 22 bits, printed "21x8+22x4").
+        --g2-windows "16,18,20,mixed": extra G2 MSM rows (uniform scalars) at these windows.
         --g2-defines "XYZZ_INLINE=__forceinline__": also time compile-time variants of msm_g2.cu.
         --ntt-defines "MONT_MUL_F64=1": also time compile-time variants of ntt.cu (cuda.DEFINES).
         --g1-defines "MSM_SEG_MINB=3;MSM_PREFETCH=0": compile-time variants of msm.cu (";" between
@@ -80,6 +81,13 @@ def parse_sizes(arg: str) -> list[int]:
         lo, hi = arg.split("-")
         return list(range(int(lo), int(hi) + 1))
     return [int(s) for s in arg.split(",")]
+
+
+def parse_windows(arg: str) -> list:
+    """"16,20,mixed" -> MSM windows for msm(window=): ints (c bits) and the string "mixed"."""
+    if arg == "-":
+        return []
+    return [w if w == "mixed" else int(w) for w in arg.split(",")]
 
 
 def random_fr(cp, shape, seed):
@@ -169,7 +177,7 @@ def main(argv: list[str]) -> None:
         elif a == "--msm-g2":
             g2_sizes = parse_sizes(args.pop(0))
         elif a == "--g1-windows":
-            g1_windows = parse_sizes(args.pop(0))
+            g1_windows = parse_windows(args.pop(0))
         elif a == "--g1-defines":
             g1_variants = parse_variants(args.pop(0))
         elif a == "--ntt-defines":
@@ -193,7 +201,7 @@ def main(argv: list[str]) -> None:
         elif a == "--g2-table":
             g2_tables = parse_sizes(args.pop(0))
         elif a == "--g2-windows":
-            g2_windows = parse_sizes(args.pop(0))
+            g2_windows = parse_windows(args.pop(0))
         elif a == "--g2-defines":
             g2_variants = parse_variants(args.pop(0))
         elif a == "--fixed":
@@ -461,7 +469,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
     import dataclasses
     import time
 
-    from cuzk_ray.cuda.msm import default_window, msm, prepare_bases, split_scalars
+    from cuzk_ray.cuda.msm import default_plan, msm, plan_of, prepare_bases, split_scalars
 
     groups = [("", g)] + [(" [" + ",".join(d) + "]", dataclasses.replace(g, defines=tuple(d))) for d in variants]
     floor, published, target = figures
@@ -497,7 +505,10 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
             ok = want_fn(sc, res)
             _, rest = split_scalars(cp, sc)
             m = int(rest.shape[0])
-            c = table_c or window or (default_window(m) if m else "-")  # the window msm uses
+            if table_c or not m:  # the windows msm uses: "20", "21x8+22x4", ...
+                c = table_c or "-"
+            else:
+                c = (plan_of(window) if window else default_plan(gv, m)).label
             name = f"{kind}{tag}" + (f" table c={table_c}" if table_c else "") + (f" [{acc}]" if acc else "")
             at24 = log_n == 24
             phases = phase_ms(msm, gv, bases, sc, window, use_table=use, accumulate=acc)

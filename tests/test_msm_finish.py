@@ -1,6 +1,7 @@
 """The host half of a GPU MSM (cuda.msm.finish, CPU code): window sums in the kernels' layout
-(Montgomery XYZZ rows, highest window last) combined by Horner with c doublings between them, the
-scalar-1 sum added, against arkworks; a table MSM's single merged row; nothing = infinity."""
+(Montgomery XYZZ rows, highest window last) combined by Horner with width_w doublings between
+window w + 1 and window w (uniform and mixed widths), the scalar-1 sum added, against arkworks;
+a table MSM's single merged row; nothing = infinity."""
 
 from __future__ import annotations
 
@@ -43,24 +44,45 @@ def test_horner_over_the_windows_and_the_ones(group):
     windows = np.concatenate([xyzz_row(group, k, rng.randrange(2, Q_MOD)) for k in ks])
     want = to_array([cls() * ark.Scalar((sum(k << (c * w) for w, k in enumerate(ks)) + one) % R_MOD)])[0]
     ones = xyzz_row(group, one, rng.randrange(2, Q_MOD))
-    assert np.array_equal(finish(MsmParts(g, windows, c, ones)), want)
+    widths = (c,) * len(ks)
+    assert np.array_equal(finish(MsmParts(g, windows, widths, ones)), want)
     # negative twins: the windows in the other order, or one doubling fewer, are other points
-    assert not np.array_equal(finish(MsmParts(g, windows[::-1].copy(), c, ones)), want)
-    assert not np.array_equal(finish(MsmParts(g, windows, c - 1, ones)), want)
+    assert not np.array_equal(finish(MsmParts(g, windows[::-1].copy(), widths, ones)), want)
+    assert not np.array_equal(finish(MsmParts(g, windows, (c - 1,) * len(ks), ones)), want)
+    with pytest.raises(ValueError, match="4 window rows for 3 widths"):
+        finish(MsmParts(g, windows, widths[:3], ones))
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_horner_over_mixed_width_windows(group):
+    """Windows of different widths (as WindowPlan.mixed: runs of 21 then 22 bits; here shorter
+    runs of 3 and 5 and a 7): window w is shifted by the widths of the windows below it."""
+    g, cls, to_array = GROUPS[group]
+    rng = random.Random(12)
+    widths = (3, 3, 5, 5, 7)
+    bits = [sum(widths[:w]) for w in range(len(widths))]
+    ks, one = [rng.randrange(1, R_MOD) for _ in widths], rng.randrange(1, R_MOD)
+    windows = np.concatenate([xyzz_row(group, k, rng.randrange(2, Q_MOD)) for k in ks])
+    want = to_array([cls() * ark.Scalar((sum(k << b for b, k in zip(bits, ks)) + one) % R_MOD)])[0]
+    ones = xyzz_row(group, one, rng.randrange(2, Q_MOD))
+    assert np.array_equal(finish(MsmParts(g, windows, widths, ones)), want)
+    # negative twins: the widths in the wrong order, or all of one width, are other points
+    assert not np.array_equal(finish(MsmParts(g, windows, widths[::-1], ones)), want)
+    assert not np.array_equal(finish(MsmParts(g, windows, (5,) * len(widths), ones)), want)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_one_merged_row_and_nothing(group):
     g, cls, to_array = GROUPS[group]
     row = xyzz_row(group, 12345, 7)
-    assert np.array_equal(finish(MsmParts(g, row, 0, None)), to_array([cls() * ark.Scalar(12345)])[0])
-    assert not finish(MsmParts(g, None, 0, None)).any()  # no scalars but 0: infinity, all zero
-    assert np.array_equal(finish(MsmParts(g, None, 0, row)), to_array([cls() * ark.Scalar(12345)])[0])
+    assert np.array_equal(finish(MsmParts(g, row, (), None)), to_array([cls() * ark.Scalar(12345)])[0])
+    assert not finish(MsmParts(g, None, (), None)).any()  # no scalars but 0: infinity, all zero
+    assert np.array_equal(finish(MsmParts(g, None, (), row)), to_array([cls() * ark.Scalar(12345)])[0])
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_a_sum_that_cancels_is_infinity(group):
     g, _, _ = GROUPS[group]
-    got = finish(MsmParts(g, xyzz_row(group, 12345, 3), 0, xyzz_row(group, R_MOD - 12345, 5)))
+    got = finish(MsmParts(g, xyzz_row(group, 12345, 3), (), xyzz_row(group, R_MOD - 12345, 5)))
     assert got.shape == (2, *g.elem) and not got.any()
-    assert finish(MsmParts(g, xyzz_row(group, 12345, 3), 0, xyzz_row(group, R_MOD - 12344, 5))).any()  # negative
+    assert finish(MsmParts(g, xyzz_row(group, 12345, 3), (), xyzz_row(group, R_MOD - 12344, 5))).any()  # negative

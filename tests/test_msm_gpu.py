@@ -29,7 +29,8 @@ SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
 TABLE = 600  # distinct multiples 1..TABLE of the base point
 
 
-NO_ACCUMULATION = {"test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
+NO_ACCUMULATION = {"test_mixed_digits_kernel_matches_the_model",  # no MSM at all
+                   "test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
                    "test_scalar_range_check_on_device",
                    "test_split_classifies_by_every_limb",  # no bucket accumulation: run once
                    "test_multiplier_variant"}  # picks its accumulations itself
@@ -175,7 +176,8 @@ def test_device_inputs_and_windows(table):
     sc = scalars_mix(rng, n, 0.5)
     want = expected(table[0], ks, sc)
     assert run(table, ks, sc, device=True) == want
-    for window in (2, 3, 7, 13, 16, 20, 21):
+    plans = ("mixed", cuda_msm.WindowPlan((7,) * 20 + (8,) * 15), cuda_msm.WindowPlan((8,) * 15 + (7,) * 20))
+    for window in (2, 3, 7, 13, 16, 20, 21, *plans):
         assert run(table, ks, sc, window=window) == want, f"window {window} seed {SEED}"
     tampered = list(sc)
     i = next(j for j, s in enumerate(sc) if s > 1 and ks[j] != 0)
@@ -196,6 +198,81 @@ def test_skewed_buckets(table):
     assert run(table, ks, sc) == expected(table[0], ks, sc), f"seed {SEED}"
     # r - 1 (= -1) everywhere: the sum of the negated points
     assert run(table, ks, [R_MOD - 1] * n) == expected(table[0], ks, [R_MOD - 1] * n)
+
+
+@pytest.mark.parametrize("n", [1, 2, 1000, 2**12 + 3, 2**16])
+def test_mixed_plan_vs_oracle(table, n):
+    """window="mixed" (8 x 21 + 4 x 22 bits, 2^24 buckets, two bucket reductions): uniform
+    scalars with 0, 1 and r - 1 mixed in, infinity and repeated bases, equal to the oracle and to
+    the default windows; finish with the widths reversed (22 x 4 + 21 x 8) gives another point."""
+    rng = np.random.default_rng(SEED % 2**32 + 1400 + n)
+    ks = rng.integers(0, TABLE + 1, size=n)
+    ks[0] = ks[0] or 1  # a point other than infinity first, with a uniform scalar (the negative twin)
+    limbs = uniform_limbs(rng, n)
+    special = rng.random(n) < 0.1
+    special[0] = False
+    limbs[special] = np.asarray([[0, 0, 0, 0], [1, 0, 0, 0], fr_to_limbs([R_MOD - 1])[0]],
+                                dtype=np.uint64)[rng.integers(0, 3, size=int(special.sum()))]
+    sc = [int(v) for v in limbs_to_ints(limbs)]
+    pts = cp.asarray(np.ascontiguousarray(table[1][ks]))
+    want = expected(table[0], ks, sc)
+    if n <= 2:
+        assert want == g1_ref.msm_naive(sc, [point(table[1][k]) for k in ks])
+    parts = cuda_msm.msm_parts(cuda_msm.G1, pts, cp.asarray(limbs), window="mixed")
+    assert parts.widths == cuda_msm.MIXED_WIDTHS and len(parts.windows) == 12
+    assert point(cuda_msm.finish(parts)) == want, f"n={n} seed {SEED}"
+    assert point(cuda_msm.msm_g1(pts, cp.asarray(limbs), window=cuda_msm.WindowPlan.mixed())) == want
+    assert point(cuda_msm.msm_g1(pts, cp.asarray(limbs))) == want
+    reversed_widths = dataclasses.replace(parts, widths=parts.widths[::-1])
+    assert point(cuda_msm.finish(reversed_widths)) != want  # negative twin
+
+
+def test_mixed_plan_by_default_from_mixed_min(table, monkeypatch):
+    """With MIXED_MIN lowered to 2^12, a 2^12-scalar G1 MSM without a window takes the mixed
+    plan (12 window rows) and is exact; one scalar fewer takes the uniform default."""
+    monkeypatch.setattr(cuda_msm, "MIXED_MIN", 2**12)
+    rng = np.random.default_rng(SEED % 2**32 + 1500)
+    n = 2**12
+    ks = rng.integers(0, TABLE + 1, size=n)
+    limbs = uniform_limbs(rng, n)
+    sc = [int(v) for v in limbs_to_ints(limbs)]
+    pts = cp.asarray(np.ascontiguousarray(table[1][ks]))
+    parts = cuda_msm.msm_parts(cuda_msm.G1, pts, cp.asarray(limbs), split=False)
+    assert parts.widths == cuda_msm.MIXED_WIDTHS
+    assert point(cuda_msm.finish(parts)) == expected(table[0], ks, sc), f"seed {SEED}"
+    fewer = cuda_msm.msm_parts(cuda_msm.G1, pts[1:], cp.asarray(limbs[1:]), split=False)
+    assert fewer.widths == cuda_msm.WindowPlan.uniform(cuda_msm.default_window(n - 1)).widths
+
+
+def test_mixed_digits_kernel_matches_the_model():
+    """msm_digits with the mixed plan's words writes exactly the entries of the Python recoding
+    (cuda_msm.signed_digits / digit_key): edge scalars (r - 1, 2^254, full windows, carries
+    through every window) and uniform ones, over a shuffled index list."""
+    from cuzk_ray.cuda.device import launch
+    from cuzk_ray.kernels.loader import get_kernel
+
+    plan = cuda_msm.WindowPlan.mixed()
+    rng = random.Random(SEED + 1600)
+    edge = [R_MOD - 1, R_MOD - 2, 2**254, 2**254 - 1, (1 << 234) - 1, ((1 << 21) - 1) << 168, 2, 0]
+    edge += [((1 << (c - 1)) + 1) << b for c, b in zip(plan.widths, plan.bits)]
+    sc = edge + [rng.randrange(R_MOD) for _ in range(3000)]
+    m = len(sc)
+    idx = list(range(m))
+    rng.shuffle(idx)
+    W = len(plan.widths)
+    entries = cp.empty(W * m, dtype=cp.uint64)
+    launch(get_kernel("msm.cu", "msm_digits"), m,
+           (cp.asarray(fr_to_limbs(sc)), cp.asarray(np.array(idx, dtype=np.uint32)), np.uint32(m),
+            cuda_msm.plan_words(cp, plan), np.int32(W), np.uint32(0), entries), cuda_msm.THREADS)
+    got = cp.asnumpy(entries).reshape(W, m)
+    for i, s in enumerate(sc):
+        for w, d in enumerate(cuda_msm.signed_digits(plan, s)):
+            want = (cuda_msm.digit_key(plan, w, d) << 32) | idx[i] | (int(d < 0) << 31)
+            assert int(got[w, i]) == want, f"scalar {s:#x} window {w} seed {SEED}"
+    # negative twin: the model with the widths reversed (22 x 4 + 21 x 8) is not what the kernel wrote
+    other = cuda_msm.WindowPlan(plan.widths[::-1])
+    assert any(int(got[w, 1]) != (cuda_msm.digit_key(other, w, d) << 32) | idx[1] | (int(d < 0) << 31)
+               for w, d in enumerate(cuda_msm.signed_digits(other, sc[1])))
 
 
 def test_opposite_points_cancel(table):

@@ -20,6 +20,13 @@ that cross segments) -> bucket reduction (bucket_reduce: msm_chunks running sums
 the rows made affine with one inversion, Horner in arkworks; ``msm_parts`` is the device part
 alone, for callers that let the device go before the host work).
 
+Windows (``WindowPlan``): by default windows_for(c) windows of c = default_window(m) bits; for
+G1 from MIXED_MIN Pippenger scalars on the mixed plan, 8 windows of 21 bits then 4 of 22 (12
+windows of 256 bits; 8 2^20 + 4 2^21 = 2^24 buckets, keys in 24 bits: the sort's passes of c =
+20), where c = 22 would take 12 2^21 buckets and 25 key bits. Each run of equal-width windows
+is one bucket_reduce; finish's Horner step is 2^(width) of the window below. ``window=`` takes
+an int c, "mixed" or a WindowPlan.
+
 Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
 level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
@@ -38,17 +45,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from types import ModuleType
 
 import numpy as np
 from py_arkworks_bls12381 import Scalar
 
 from ..curve import g1_array, g1_points, g2_array, g2_points
-from ..field import FP_LIMBS, FP_R_INV, Q_MOD, fp_to_limbs, limbs_to_ints
+from ..field import FP_LIMBS, FP_R_INV, Q_MOD, R_MOD, fp_to_limbs, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
 from ..ref import g1 as g1_ref
 from ..ref import g2 as g2_ref
-from .device import check_fr
+from .device import DeviceCache, check_fr
 from .device import launch as launch_kernel
 from .sort import sort_high_bits
 
@@ -58,7 +66,6 @@ SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial s
 SEG_MAX = 256  # most entries per accumulation thread (H200 2^27: cross-segment partials 11.0 ms at 128, 6.3 at 256)
 SUM_FANIN = 32  # points per thread in the sum of the scalar-1 points and of the chunk sums
 CHUNK_LEN = 16  # buckets per msm_chunks thread (a power of two; 2^19 x 13 buckets: 425 K threads)
-XYZZ_BYTES_MAX = 4 * 2 * 48  # one G2 bucket: 4 coordinates in Fp2
 BATCH_AFFINE = 32  # points per inversion when the window multiples are made affine
 TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (12 windows)
 TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
@@ -76,6 +83,14 @@ AFF_K_MIN, AFF_K_MAX = 8, 256  # output slots per msm_aff_level thread (one inve
 AFF_MIN_THREADS = 1 << 16  # K is lowered (to AFF_K_MIN) to keep about this many threads per level
 AFFINE_BUDGET = 16 << 30  # bytes of level buffers per group of bucket runs (runs beyond it: more groups)
 MAX_WINDOW = 24  # plain-bases windows 2..MAX_WINDOW (key = w 2^(c-1) + |d| - 1 fits 32 bits)
+MAX_PLAN_WINDOWS = 128  # windows of one plan: windows_for(2) (msm_digits reads one plan word per window)
+SCALAR_BITS = 255  # scalars < r < 2^255
+MIXED_WIDTHS = (21,) * 8 + (22,) * 4  # 12 windows, 256 bits, 8 2^20 + 4 2^21 = 2^24 buckets
+# From this many Pippenger scalars on (G1, no window given, no table) the MSM takes the mixed
+# plan: 12 windows (12 n additions instead of 13 n at c = 20) for 2^24 buckets (one sort pass
+# fewer than c = 22's 25 key bits, 2.5x c = 20's bucket reduction). Only 2^27 is measured
+# (c = 22's 12 windows: 1 % faster there, slower at 2^26; docs/BENCHMARKS.md).
+MIXED_MIN = 1 << 27
 
 
 @dataclass(frozen=True)
@@ -125,19 +140,149 @@ def windows_for(c: int) -> int:
     return 255 // c + 1
 
 
+@dataclass(frozen=True)
+class WindowPlan:
+    """The Pippenger windows of an MSM: ``widths[w]`` bits for window w, lowest window first.
+    Window w covers bits ``bits[w]`` .. ``bits[w] + widths[w] - 1`` and its signed digits
+    |d| <= 2^(width-1) go to buckets ``bases[w]`` .. ``bases[w] + 2^(width-1) - 1`` (key =
+    bases[w] + |d| - 1). The widths must sum to >= SCALAR_BITS + 1: then the top window's raw
+    value is < 2^(width-1), so with the carry from below it is <= 2^(width-1) and nothing carries
+    out (see signed_digits). Windows of equal width are best contiguous: each run of them is one
+    block of equal-length bucket rows for bucket_reduce."""
+
+    widths: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        w = tuple(int(c) for c in self.widths)
+        object.__setattr__(self, "widths", w)
+        if not 1 <= len(w) <= MAX_PLAN_WINDOWS:
+            raise ValueError(f"window plan: {len(w)} windows outside 1..{MAX_PLAN_WINDOWS}")
+        if any(not 2 <= c <= MAX_WINDOW for c in w):
+            raise ValueError(f"window plan: widths {w} not all in 2..{MAX_WINDOW}")
+        if sum(w) < SCALAR_BITS + 1:
+            raise ValueError(f"window plan: widths sum to {sum(w)} < {SCALAR_BITS + 1} (the top window's carry)")
+        if sum(w) - w[-1] >= 256:
+            raise ValueError(f"window plan: window {len(w) - 1} starts past the scalar's 256 bits")
+        if self.total_buckets >= NO_KEY:
+            raise ValueError(f"window plan: {self.total_buckets} buckets do not fit the 32-bit keys")
+
+    @classmethod
+    def uniform(cls, c: int) -> WindowPlan:
+        """windows_for(c) windows of c bits: keys w 2^(c-1) + |d| - 1, as before plans existed."""
+        return cls((c,) * windows_for(c))
+
+    @classmethod
+    def mixed(cls) -> WindowPlan:
+        """MIXED_WIDTHS: 8 windows of 21 bits, then 4 of 22 (12 windows, 2^24 buckets)."""
+        return cls(MIXED_WIDTHS)
+
+    @cached_property
+    def bits(self) -> tuple[int, ...]:
+        """The start bit of each window."""
+        return tuple(sum(self.widths[:w]) for w in range(len(self.widths)))
+
+    @cached_property
+    def bases(self) -> tuple[int, ...]:
+        """The first bucket key of each window: sum of 2^(width-1) over the windows below."""
+        return tuple(sum(1 << (c - 1) for c in self.widths[:w]) for w in range(len(self.widths)))
+
+    @cached_property
+    def total_buckets(self) -> int:
+        return sum(1 << (c - 1) for c in self.widths)
+
+    @cached_property
+    def groups(self) -> tuple[tuple[int, int, int], ...]:
+        """(width, windows, first bucket) of each run of equal-width windows, in window order."""
+        out: list = []
+        for c, base in zip(self.widths, self.bases):
+            if out and out[-1][0] == c:
+                out[-1][1] += 1
+            else:
+                out.append([c, 1, base])
+        return tuple(tuple(g) for g in out)
+
+    @cached_property
+    def label(self) -> str:
+        """"20" for a uniform plan, "21x8+22x4" for runs of widths (benchmark tables)."""
+        gs = self.groups
+        if len(gs) == 1 and self == WindowPlan.uniform(gs[0][0]):
+            return str(gs[0][0])
+        return "+".join(f"{c}x{k}" for c, k, _ in gs)
+
+    @cached_property
+    def key_bits(self) -> int:
+        """Bits of the key the sort must look at: every key a scalar < r can give stays below
+        2^bits - 1 (NO_KEY's low bits, which must sort after it). The largest key is the top
+        window's largest digit: ((r - 1) >> its start bit) + 1 (a carry). The mixed plan's last
+        bucket (key 2^24 - 1, digit 2^21 of the top window) is unreachable, so 24 bits do."""
+        top = ((R_MOD - 1) >> self.bits[-1]) + 1
+        return (self.bases[-1] + top).bit_length()
+
+    def words(self) -> np.ndarray:
+        """uint64[W] for msm_digits: base << 32 | start bit << 8 | width per window."""
+        return np.array([(b << 32) | (s << 8) | c for c, s, b in zip(self.widths, self.bits, self.bases)],
+                        dtype=np.uint64)
+
+
+def signed_digits(plan: WindowPlan, s: int) -> list[int]:
+    """The signed digits of scalar s (0 <= s < 2^255) for the plan, as msm_digits computes them:
+    per window the raw width-bit value plus the carry, above 2^(width-1) taken as negative (minus
+    2^width, carry 1). sum_w d_w 2^(bits_w) = s. Raises if a carry leaves the top window (a plan
+    too narrow for s; WindowPlan refuses widths that allow it)."""
+    out, carry = [], 0
+    for c, b in zip(plan.widths, plan.bits):
+        d = ((s >> b) & ((1 << c) - 1)) + carry
+        carry = int(d > 1 << (c - 1))
+        out.append(d - (carry << c))
+    if carry:
+        raise ValueError(f"signed_digits: a carry out of the top window for {s:#x}")
+    return out
+
+
+def digit_key(plan: WindowPlan, w: int, d: int) -> int:
+    """The bucket key of digit d of window w (NO_KEY for 0), as msm_digits writes it."""
+    return NO_KEY if d == 0 else plan.bases[w] + abs(d) - 1
+
+
+def default_plan(g: Group, m: int) -> WindowPlan:
+    """The windows for m Pippenger scalars without a given window: the mixed plan for G1 from
+    MIXED_MIN scalars on, otherwise default_window(m) bits for all."""
+    if g.name == "g1" and m >= MIXED_MIN:
+        return WindowPlan.mixed()
+    return WindowPlan.uniform(default_window(m))
+
+
+def plan_of(window) -> WindowPlan:
+    """A window argument -> its plan: an int c (uniform, 2..MAX_WINDOW), "mixed", or a WindowPlan."""
+    if isinstance(window, WindowPlan):
+        return window
+    if window == "mixed":
+        return WindowPlan.mixed()
+    if isinstance(window, (int, np.integer)) and not isinstance(window, bool):
+        if not 2 <= window <= MAX_WINDOW:
+            raise ValueError(f"window {window} outside 2..{MAX_WINDOW}")
+        return WindowPlan.uniform(int(window))
+    raise ValueError(f"window {window!r}: expected an int c, 'mixed' or a WindowPlan")
+
+
 def scratch_bytes(n: int, accumulate: str | None = None) -> int:
-    """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table):
-    the 64-bit digit entries of every window (window_sums), as much again for the sort's
-    temporary storage, split_scalars' classes and index lists, and the XYZZ buckets (G2's size,
-    the larger) with the reduction's first chunk sums (2 per CHUNK_LEN buckets). At 2^27 (c =
-    20, 13 windows): ~30 GiB. The affine accumulation adds its level buffers (AFFINE_BUDGET per
-    group of runs, one group at a time; more only where one bucket's run alone is larger) and
-    the run arrays."""
-    c = default_window(n)
-    W = windows_for(c)
+    """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table),
+    the larger of G1's and G2's (default_plan per group): the 64-bit digit entries of every
+    window (window_sums), as much again for the sort's temporary storage, split_scalars'
+    classes and index lists, and the XYZZ buckets with the reduction's first chunk sums (2 per
+    CHUNK_LEN buckets). At 2^27: G1 takes the mixed plan (12 windows, 2^24 G1 buckets, 3.4 GiB
+    with the chunk sums), G2 c = 20 (13 windows, 13 2^19 G2 buckets, 2.7 GiB); with the entries
+    ~30 GiB either way. The affine accumulation adds its level buffers (AFFINE_BUDGET per group
+    of runs, one group at a time; more only where one bucket's run alone is larger) and the run
+    arrays."""
     extra = AFFINE_BUDGET + 16 * n if (accumulate or ACCUMULATE) == "affine" else 0
-    buckets = W * (1 << (c - 1)) * XYZZ_BYTES_MAX
-    return 2 * W * n * 8 + n * 13 + buckets + 2 * buckets // CHUNK_LEN + extra
+    need = 0
+    for g in (G1, G2):
+        plan = default_plan(g, n)
+        W = len(plan.widths)
+        buckets = plan.total_buckets * 4 * int(np.prod(g.elem)) * 8
+        need = max(need, 2 * W * n * 8 + buckets + 2 * buckets // CHUNK_LEN)
+    return need + n * 13 + extra
 
 
 @dataclass
@@ -492,21 +637,33 @@ def bucket_reduce(cp, g: Group, vals, m: int, rows: int, off: int):
     return out
 
 
-def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: int = 0, accumulate: str | None = None):
-    """[W] XYZZ rows (device): sum over the scalars idx of digit_w(s) * P, per window w.
-    table_n != 0: pts is a table of window multiples of table_n bases for this c, and the one row
-    returned (W = 1) is the whole sum. accumulate: "xyzz" | "affine" (default ACCUMULATE)."""
+PLAN_WORDS = DeviceCache("MSM window plans' msm_digits words (a few hundred bytes each)")
+
+
+def plan_words(cp, plan: WindowPlan):
+    """The plan's msm_digits words (WindowPlan.words) on the current device, copied once."""
+    return PLAN_WORDS.get(plan, lambda: cp.asarray(plan.words()))
+
+
+def window_sums(cp, g: Group, pts, scalars, idx, plan: WindowPlan, timer=None, table_n: int = 0,
+                accumulate: str | None = None):
+    """[W] XYZZ rows (device), lowest window first: sum over the scalars idx of digit_w(s) * P,
+    per window w of the plan. table_n != 0: pts is a table of window multiples of table_n bases
+    for this (uniform) plan, and the one row returned (W = 1) is the whole sum. accumulate:
+    "xyzz" | "affine" (default ACCUMULATE)."""
     m = int(idx.shape[0])
-    W = windows_for(c)
-    nb = 1 << (c - 1)
-    total = nb if table_n else W * nb
+    W = len(plan.widths)
+    if table_n and len(plan.groups) != 1:
+        raise ValueError("window_sums: a table of window multiples takes a uniform plan")
+    total = 1 << (plan.widths[0] - 1) if table_n else plan.total_buckets
     entries = cp.empty(W * m, dtype=cp.uint64)
-    _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), np.int32(c), np.int32(W), np.uint32(table_n), entries))
-    W = 1 if table_n else W
+    _launch(g, "msm_digits", m, (scalars, idx, np.uint32(m), plan_words(cp, plan), np.int32(W), np.uint32(table_n),
+                                 entries))
     _mark(timer, "digits")
-    # Keys < total, NO_KEY (all ones) last: a sort of the key's bit_length(total) bits suffices
-    # (a bucket's entries may come in any order), and the first NO_KEY entry still bounds them.
-    entries = sort_high_bits(cp, entries, total.bit_length())
+    # Keys below 2^key_bits - 1, NO_KEY (all ones) last: a sort of the key's key_bits bits
+    # suffices (a bucket's entries may come in any order), and the first NO_KEY entry still
+    # bounds them.
+    entries = sort_high_bits(cp, entries, total.bit_length() if table_n else plan.key_bits)
     M = int(cp.searchsorted(entries, cp.asarray([NO_KEY << 32], dtype=cp.uint64))[0])
     _mark(timer, "sort")
     if not M:
@@ -516,7 +673,12 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
     else:
         buckets = bucket_sums(cp, g, pts, entries, M, total, timer)
     del entries
-    out = bucket_reduce(cp, g, buckets, nb, W, 1)
+    if table_n:
+        out = bucket_reduce(cp, g, buckets, total, 1, 1)
+    else:  # one reduction per run of equal-width windows, its rows in window order
+        rows = [bucket_reduce(cp, g, buckets[base : base + k * (1 << (c - 1))], 1 << (c - 1), k, 1)
+                for c, k, base in plan.groups]
+        out = rows[0] if len(rows) == 1 else cp.concatenate(rows)
     _mark(timer, "reduce")
     return out
 
@@ -524,19 +686,20 @@ def window_sums(cp, g: Group, pts, scalars, idx, c: int, timer=None, table_n: in
 @dataclass
 class MsmParts:
     """What an MSM's kernels leave for the host (numpy, XYZZ rows in Montgomery form, already
-    copied off the device): ``windows`` the W window sums, highest last, to be combined by Horner
-    with ``c`` doublings between them (one row when a table of window multiples merged the
-    windows: ``c`` 0); ``ones`` the sum of the scalar-1 points. ``finish`` combines them on the
-    host (G1 ~0.4 ms, G2 ~0.8 ms at c = 20, W = 13 on a 2-core VM), so callers that hold a
-    device (backends/cuda.py) finish after letting it go."""
+    copied off the device): ``windows`` the W window sums, lowest first, to be combined by Horner
+    with ``widths[w]`` doublings between window w + 1 and window w (a WindowPlan's widths; ()
+    when a table of window multiples merged the windows into one row); ``ones`` the sum of the
+    scalar-1 points. ``finish`` combines them on the host (G1 ~0.4 ms, G2 ~0.8 ms at c = 20,
+    W = 13 on a 2-core VM), so callers that hold a device (backends/cuda.py) finish after letting
+    it go."""
 
     group: Group
     windows: np.ndarray | None
-    c: int
+    widths: tuple[int, ...]
     ones: np.ndarray | None
 
 
-def msm(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
+def msm(g: Group, points, scalars, window: int | str | WindowPlan | None = None, timings: dict | None = None,
         use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> np.ndarray:
     """sum_i scalars[i] * points[i] in group g; returns numpy uint64[2, *g.elem] (affine, standard):
     ``finish(msm_parts(...))``; see msm_parts for the arguments."""
@@ -546,7 +709,8 @@ def msm(g: Group, points, scalars, window: int | None = None, timings: dict | No
 def finish(parts: MsmParts) -> np.ndarray:
     """The affine result (numpy uint64[2, *g.elem], standard form) of an MSM's parts, host only:
     the rows made affine with Python ints (one inversion for all), then Horner over the windows
-    in arkworks (acc * 2^c + window, highest window first) and the scalar-1 sum added. Measured
+    in arkworks (acc * 2^(width of window w) + window w, from the top window down) and the
+    scalar-1 sum added. Measured
     on the 2-core VM for 13 windows + 1 (c = 20): G1 0.42 ms, G2 0.81 ms, where Horner on
     Python-int XYZZ doublings with an inversion per row took 4.0 / 11.8 ms."""
     g = parts.group
@@ -556,21 +720,23 @@ def finish(parts: MsmParts) -> np.ndarray:
     aff = [g.affine_to_limbs(p) for p in g.ref.xyzz_to_affine_many(xyzz_rows_to_ints(g, np.concatenate(rows)))]
     pts = g.points(np.stack(aff))
     nw = 0 if parts.windows is None else len(parts.windows)
-    step = Scalar(1 << parts.c)
+    if nw > 1 and len(parts.widths) != nw:
+        raise ValueError(f"finish: {nw} window rows for {len(parts.widths)} widths")
     acc = None
-    for p in reversed(pts[:nw]):
-        acc = p if acc is None else acc * step + p
+    for w in reversed(range(nw)):
+        acc = pts[w] if acc is None else acc * Scalar(1 << parts.widths[w]) + pts[w]
     if parts.ones is not None:
         acc = pts[nw] if acc is None else acc + pts[nw]
     return g.array([acc])[0]
 
 
-def msm_parts(g: Group, points, scalars, window: int | None = None, timings: dict | None = None,
+def msm_parts(g: Group, points, scalars, window: int | str | WindowPlan | None = None, timings: dict | None = None,
               use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> MsmParts:
     """The device part of sum_i scalars[i] * points[i] in group g (every kernel, and the few
     rows they leave copied to the host); ``finish`` completes it.
-    points: affine standard form (converted per call) or Bases (prepare_bases). window: c of the
-    per-window path (default: by size). use_table: bases with a table of window multiples use it
+    points: affine standard form (converted per call) or Bases (prepare_bases). window: the
+    per-window path's windows: an int c (uniform c-bit windows), "mixed" (WindowPlan.mixed) or a
+    WindowPlan; default default_plan (by size and group). use_table: bases with a table of window multiples use it
     (and its c) when True, never when False; None (default): when no window is given and at least
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events).
@@ -594,9 +760,11 @@ def msm_parts(g: Group, points, scalars, window: int | None = None, timings: dic
         _check_points(g, points, n)
     if n >= 2**31:
         raise ValueError(f"msm_{g.name}: {n} points is more than this kernel indexes (2^31 - 1)")
-    if window is not None and not 2 <= window <= MAX_WINDOW:
-        raise ValueError(f"msm_{g.name}: window {window} outside 2..{MAX_WINDOW}")
-    parts = MsmParts(g, None, 0, None)
+    try:
+        plan = None if window is None else plan_of(window)
+    except ValueError as e:
+        raise ValueError(f"msm_{g.name}: {e}") from None
+    parts = MsmParts(g, None, (), None)
     if n == 0:
         return parts
     if not isinstance(points, Bases):
@@ -616,12 +784,13 @@ def msm_parts(g: Group, points, scalars, window: int | None = None, timings: dic
     if use_table is None:
         use_table = bases.table is not None and window is None and m >= TABLE_MIN_SCALARS
     if m and use_table:
-        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest, bases.table_window, timer,
-                           table_n=n, accumulate=accumulate)
+        sums = window_sums(cp, g, bases.table, _rest_scalars(cp, s, rest), rest,
+                           WindowPlan.uniform(bases.table_window), timer, table_n=n, accumulate=accumulate)
         parts.windows = cp.asnumpy(sums)[:1]  # one row: the windows are merged
     elif m:
-        parts.c = window or default_window(m)
-        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, parts.c, timer, accumulate=accumulate)
+        plan = plan or default_plan(g, m)
+        parts.widths = plan.widths
+        sums = window_sums(cp, g, pts, _rest_scalars(cp, s, rest), rest, plan, timer, accumulate=accumulate)
         parts.windows = cp.asnumpy(sums)
     _mark(timer, "rows")  # the window sums copied to the host (finish combines them, untimed here)
     if ones.shape[0]:
@@ -632,13 +801,13 @@ def msm_parts(g: Group, points, scalars, window: int | None = None, timings: dic
     return parts
 
 
-def msm_g1(points, scalars, window: int | None = None, timings: dict | None = None,
+def msm_g1(points, scalars, window: int | str | WindowPlan | None = None, timings: dict | None = None,
            use_table: bool | None = None, accumulate: str | None = None, split: bool = True) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G1; see the module docstring for formats."""
     return msm(G1, points, scalars, window, timings, use_table, accumulate, split)
 
 
-def msm_g2(points, scalars, window: int | None = None, timings: dict | None = None,
+def msm_g2(points, scalars, window: int | str | WindowPlan | None = None, timings: dict | None = None,
            use_table: bool | None = None, accumulate: str | None = None) -> np.ndarray:
     """sum_i scalars[i] * points[i] in G2: points uint64[n, 2, 2, 6] -> numpy uint64[2, 2, 6]."""
     return msm(G2, points, scalars, window, timings, use_table, accumulate)

@@ -6,9 +6,11 @@
 //
 //  0. msm_classify: scalars are classified in one read: 0 dropped, 1 -> index list for
 //     msm_sum_points, the rest -> index list for Pippenger (compacted by CuPy's flatnonzero).
-//  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c-1), 2^(c-1)] with
-//     s = sum_w d_w 2^(c w); each non-zero digit becomes the 64-bit entry
-//     (key = w 2^(c-1) + |d_w| - 1) << 32 | (point index | sign << 31). Zero digits get key
+//  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c_w-1), 2^(c_w-1)] with
+//     s = sum_w d_w 2^(b_w), window w of width c_w starting at bit b_w (a window plan: all c
+//     bits, b_w = w c, or mixed widths, e.g. 8 x 21 + 4 x 22 bits); each non-zero digit becomes
+//     the 64-bit entry (key = base_w + |d_w| - 1) << 32 | (point index | sign << 31), base_w =
+//     sum of 2^(c_v-1) over the windows v < w (uniform: w 2^(c-1)). Zero digits get key
 //     0xffffffff and sort last.
 //  2. (host, cuda/sort.py) sort of the 64-bit entries on the key's bits only (CUB's radix
 //     sort), so each bucket is a contiguous run (its points in any order).
@@ -28,7 +30,8 @@
 //  4. msm_chunks: one thread per chunk of L buckets of a window: running sums give
 //     T_j = sum_t (t+1) B_t and S_j = sum_t B_t; sum_b (b+1) B_b = sum_j T_j + L sum_j j S_j,
 //     the second sum the same reduction again over the S_j (recursion on the host,
-//     xyzz_rows_shift_add for the factor L). ~2.2 XYZZ additions per bucket in all.
+//     xyzz_rows_shift_add for the factor L). ~2.2 XYZZ additions per bucket in all. Run once
+//     per group of windows of one width (rows of 2^(c-1) buckets; a mixed plan has two groups).
 //  5. xyzz_sum_rows: rows of XYZZ points summed in groups of `per` (a tree over launches):
 //     chunk sums -> one sum per window; the partial sums of the scalar-1 points -> one point.
 //  6. (host, Python ints) Horner over the W window sums, plus the sum of the scalar-1 points.
@@ -81,10 +84,17 @@ __device__ __forceinline__ xyzz_t<F> add_point(const xyzz_t<F>& acc, affine_t<F>
 }
 
 // scalars: standard-form Fr limbs (8 u32 each), m of them; idx[i] is the point index of scalar
-// i. entries: [W][m] 64-bit (key << 32 | value), see step 1. table_n != 0: the bases are a table
-// of window multiples (row w n + i = 2^(c w) P_i), all windows share one set of 2^(c-1) buckets:
-// key = |d| - 1 and the value's point is w table_n + idx[i].
-__device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* idx, u32 m, int c, int W,
+// i. plan: W words, window w = (bucket base << 32) | (start bit << 8) | width (cuda/msm.py
+// WindowPlan.words; widths 2..24, W <= 128): windows of any widths, e.g. 8 of 21 bits and 4 of
+// 22 (12 windows, 2^24 buckets), or all c bits (start w c, base w 2^(c-1): the uniform keys).
+// entries: [W][m] 64-bit (key << 32 | value), see step 1. table_n != 0: the bases are a table
+// of window multiples (row w n + i = 2^(c w) P_i, a uniform plan), all windows share one set of
+// 2^(c-1) buckets: key = |d| - 1 and the value's point is w table_n + idx[i].
+// Carry: the host only builds plans whose widths sum to >= 256, so for s < 2^255 the top
+// window's raw value is < 2^(width - 1) and with the carry <= 2^(width - 1): no carry out.
+// Cost: one 8-word scalar read and W 64-bit entry writes per thread; the plan words are the
+// same address for every thread (one broadcast load per window).
+__device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* idx, u32 m, const u64* plan, int W,
                                                 u32 table_n, u64* entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
@@ -92,12 +102,14 @@ __device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* i
 #pragma unroll
     for (int k = 0; k < 8; k++) s[k] = scalars[8 * (u64)i + k];
     s[8] = 0;
-    const u32 half = 1u << (c - 1), mask = (1u << c) - 1, point = idx[i];
+    const u32 point = idx[i];
     u32 carry = 0;
     for (int w = 0; w < W; w++) {
-        const int bit = w * c, word = bit >> 5, sh = bit & 31;
+        const u64 pw = __ldg(plan + w);
+        const int c = (int)(pw & 0xff), bit = (int)((pw >> 8) & 0xffff), word = bit >> 5, sh = bit & 31;
+        const u32 base = (u32)(pw >> 32), half = 1u << (c - 1), mask = (1u << c) - 1;
         u32 d = 0;
-        if (word < 8) d = (u32)((((u64)s[word + 1] << 32) | s[word]) >> sh) & mask;
+        if (word < 8) d = (u32)((((u64)s[word + 1] << 32) | s[word]) >> sh) & mask;  // sh + c <= 55 < 64
         d += carry;
         u32 neg = 0;
         if (d > half) {
@@ -107,7 +119,7 @@ __device__ __forceinline__ void msm_digits_impl(const u32* scalars, const u32* i
         } else {
             carry = 0;
         }
-        const u32 key = d == 0 ? NO_KEY : table_n ? d - 1 : ((u32)w << (c - 1)) | (d - 1);
+        const u32 key = d == 0 ? NO_KEY : table_n ? d - 1 : base + d - 1;
         const u32 value = table_n ? w * table_n + point : point;
         entries[(u64)w * m + i] = ((u64)key << 32) | value | (neg << 31);
     }
@@ -538,11 +550,11 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
 
 // The module's kernels for field F, named prefix##msm_digits etc. (prefix may be empty).
 // points: affine Montgomery form (2 elements of F per point; msm_to_mont converts); sorted: len entries, all with
-// key != NO_KEY; buckets: [W 2^(c-1)] XYZZ, Montgomery form, zero-initialised (infinity).
+// key != NO_KEY; buckets: [sum_w 2^(c_w-1)] XYZZ, Montgomery form, zero-initialised (infinity).
 #define DEFINE_MSM_KERNELS(F, prefix)                                                                       \
-    extern "C" __global__ void prefix##msm_digits(const u32* scalars, const u32* idx, u32 m, int c, int W,    \
-                                                  u32 table_n, u64* entries) {                              \
-        msm_digits_impl(scalars, idx, m, c, W, table_n, entries);                                           \
+    extern "C" __global__ void prefix##msm_digits(const u32* scalars, const u32* idx, u32 m, const u64* plan, \
+                                                  int W, u32 table_n, u64* entries) {                       \
+        msm_digits_impl(scalars, idx, m, plan, W, table_n, entries);                                        \
     }                                                                                                       \
     extern "C" __global__ void prefix##msm_to_mont(const u32* in, u32* out, u64 count) {                      \
         msm_to_mont_impl(in, out, count);                                                                   \
