@@ -6,7 +6,8 @@
         --h-max: largest size for H (default: all); --pass: pass kernel(s), comma list, e.g.
         ntt_pass,ntt_pass_w (see cuzk_ray.cuda.ntt.PASS_KERNEL; default: its value);
         --pass-bits "8,9": stages per pass to try (cuda.MAX_PASS_BITS; default: its value).
-        --pass-threads 256: at most this many threads per pass block (cuda.PASS_THREADS).
+        --pass-threads 256: at most this many threads per pass block (cuda.PASS_THREADS; 0: the
+        kernel's launch bound).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).

@@ -226,12 +226,13 @@ def test_ntt_pass_kernels_agree(log_n, kernel, bits, rng, monkeypatch):
         assert cp.array_equal(got, cuda.compute_h_device(abc)), f"compute_h {kernel} bits={bits} n=2^{log_n}"
 
 
-@pytest.mark.parametrize("threads", [64, 256])
+@pytest.mark.parametrize("threads", [None, 64, 128, 256])
 @pytest.mark.parametrize("kernel", ["ntt_pass_w", "ntt_pass_tws_w"])
 @pytest.mark.parametrize("log_n", [10, 17, 24])
 def test_ntt_pass_threads_cap(log_n, kernel, threads, rng, monkeypatch):
     """PASS_THREADS caps the threads of a pass block (each thread then loops over more
-    butterflies per stage): the same bits as the default geometry, forward and inverse."""
+    butterflies per stage; None: the kernel's launch bound): the same bits as the default
+    geometry (itself checked against the oracle above), forward and inverse."""
     x = rand_device_fr(rng, 1, 1 << log_n)
     monkeypatch.setattr(cuda, "PASS_KERNEL", kernel)
     want = [cuda.ntt_device(x), cuda.ntt_device(x, inverse=True)]

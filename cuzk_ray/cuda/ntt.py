@@ -102,8 +102,10 @@ _PASS_GEOMETRY = {"ntt_pass": (2, 512), "ntt_pass_r4": (4, 256), "ntt_pass_tws":
 _TWIDDLES_IN_SHARED = ("ntt_pass_tws", "ntt_pass_tws_w")  # twice the tile's shared memory
 # At most this many threads per pass block (None: the kernel's launch bound above); fewer make a
 # thread loop over more butterflies per stage and let more, smaller blocks share an SM (the
-# benchmark's --pass-threads).
-PASS_THREADS: int | None = None
+# benchmark's --pass-threads). H200, ntt_pass_w (2026-12-02, docs/BENCHMARKS.md): 128 threads
+# 2^24 4.66 ms, 2^27 40.25 ms against 5.33 / 42.82 at the launch bound (512 / 256): a block
+# waits at each stage's barrier for its slowest warp, and 4 warps wait less than 8-16 do.
+PASS_THREADS: int | None = 128
 
 
 def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
