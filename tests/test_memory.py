@@ -194,7 +194,9 @@ def test_the_local_engine_measures_its_own_process():
     assert not batch.failed and batch.max_in_flight == 1
     [node] = batch.host_measured
     assert node.node == "local" and node.processes == 1 and node.samples >= 1
-    assert node.baseline > 10 * MIB and node.peak_total >= node.baseline + node.peak_work
+    # peak_total >= baseline + peak_work need not hold: an idle sample after the peak rebases to
+    # what the process kept (CI's machine: baseline 462 MB = peak_total, peak_work 1 MB)
+    assert node.baseline > 10 * MIB and node.peak_total >= max(node.baseline, node.peak_work)
     rec = memory_record(batch)
     assert rec["host_peak_measured"] == node.peak_work and rec["host_measured"][0]["node"] == "local"
     line = memory_line(batch)
