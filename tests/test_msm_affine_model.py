@@ -144,6 +144,14 @@ def test_block_size_matches_kernel():
     assert int(re.search(r"#define AFF_B (\d+)", src).group(1)) == cuda_msm.AFF_THREADS
 
 
+def test_split_geometry_matches_kernel():
+    """cuda_msm.split_scalars launches one block of SPLIT_THREADS per tile of SPLIT_TILE scalars."""
+    src = (Path(cuda_msm.__file__).parents[1] / "kernels" / "ec" / "msm_impl.cuh").read_text()
+    threads = int(re.search(r"#define SPLIT_B (\d+)", src).group(1))
+    items = int(re.search(r"#define SPLIT_ITEMS (\d+)", src).group(1))
+    assert (threads, threads * items) == (cuda_msm.SPLIT_THREADS, cuda_msm.SPLIT_TILE)
+
+
 @pytest.mark.parametrize("bug", ["prefix", "sign"])
 def test_broken_variants_fail(multiples, bug):
     rng = random.Random(SEED + 3)

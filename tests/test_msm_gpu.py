@@ -33,6 +33,7 @@ NO_ACCUMULATION = {"test_mixed_digits_kernel_matches_the_model",  # no MSM at al
                    "test_all_zero_scalars", "test_all_one_scalars", "test_table_rows_are_window_multiples",
                    "test_scalar_range_check_on_device",
                    "test_split_classifies_by_every_limb",  # no bucket accumulation: run once
+                   "test_split_lists_match_flatnonzero",
                    "test_multiplier_variant"}  # picks its accumulations itself
 
 
@@ -128,7 +129,7 @@ def test_all_one_scalars(table, n):
 
 
 def test_split_classifies_by_every_limb(table):
-    """msm_classify looks at all four limbs: a scalar whose low limb is 0 or 1 but another limb
+    """split_scalars looks at all four limbs: a scalar whose low limb is 0 or 1 but another limb
     is not zero is a Pippenger scalar, not a 0 or a 1 (index lists exact, then the MSM)."""
     edge = [0, 1, 2, 2**64, 2**64 + 1, 2**128 + 1, 2**192, 2**192 + 1, R_MOD - 1, 1, 0, 3]
     ones, rest = cuda_msm.split_scalars(cp, cp.asarray(fr_to_limbs(edge)))
@@ -139,6 +140,46 @@ def test_split_classifies_by_every_limb(table):
     ks = [rng.randrange(1, TABLE + 1) for _ in edge]
     assert run(table, ks, edge) == expected(table[0], ks, edge), f"seed {SEED}"
     assert run(table, ks, edge[:4] + [1] + edge[5:]) != expected(table[0], ks, edge)  # negative: 2^64 + 1 is not 1
+
+
+def split_reference(limbs: np.ndarray) -> tuple[list, list]:
+    """(indices of the scalars equal to 1, of those other than 0 and 1) by numpy on the host."""
+    high = np.bitwise_or.reduce(limbs[:, 1:], axis=1) if limbs.shape[0] else np.zeros(0, np.uint64)
+    one = (high == 0) & (limbs[:, 0] == 1)
+    zero = (high == 0) & (limbs[:, 0] == 0)
+    return np.flatnonzero(one).tolist(), np.flatnonzero(~one & ~zero).tolist()
+
+
+@pytest.mark.parametrize("n", [1, 31, 2047, 2048, 2049, 6144, 100_003, 2**20 + 5])
+@pytest.mark.parametrize("mix", ["zeros", "ones", "uniform", "bits", "limbs"])
+def test_split_lists_match_flatnonzero(n, mix):
+    """split_scalars (msm_split_count + msm_split_scatter, tiles of 2048) gives both index lists in
+    ascending order, as flatnonzero would, at tile edges and across many tiles; negative twin: one
+    scalar changed from 1 to 2 moves its index from one list to the other."""
+    gen = np.random.default_rng(SEED + n)
+    limbs = np.zeros((n, 4), dtype=np.uint64)
+    if mix == "ones":
+        limbs[:, 0] = 1
+    elif mix == "uniform":  # 4 random limbs below r: the top limb < r's
+        limbs[:] = gen.integers(0, 2**63, size=(n, 4), dtype=np.uint64)
+        limbs[:, 3] >>= np.uint64(2)
+    elif mix == "bits":
+        limbs[:, 0] = gen.integers(0, 2, size=n, dtype=np.uint64)
+        limbs[gen.random(n) < 0.05, 0] = 7  # a few others
+    elif mix == "limbs":  # low limb 0 or 1 with one other limb set: never a 0 or a 1
+        limbs[:, 0] = gen.integers(0, 2, size=n, dtype=np.uint64)
+        limbs[np.arange(n), gen.integers(0, 4, size=n)] |= gen.integers(0, 2, size=n, dtype=np.uint64) << np.uint64(40)
+    want_ones, want_rest = split_reference(limbs)
+    ones, rest = cuda_msm.split_scalars(cp, cp.asarray(limbs))
+    assert ones.dtype == cp.uint32 and rest.dtype == cp.uint32
+    assert cp.asnumpy(ones).tolist() == want_ones, f"{mix} n={n}, seed {SEED}"
+    assert cp.asnumpy(rest).tolist() == want_rest, f"{mix} n={n}, seed {SEED}"
+    if want_ones:  # negative twin
+        j = want_ones[len(want_ones) // 2]
+        limbs[j, 0] = 2
+        ones2, rest2 = cuda_msm.split_scalars(cp, cp.asarray(limbs))
+        assert j not in cp.asnumpy(ones2).tolist() and j in cp.asnumpy(rest2).tolist()
+        assert len(ones2) == len(want_ones) - 1 and len(rest2) == len(want_rest) + 1
 
 
 @pytest.mark.parametrize("frac_bits", [0.0, 0.5, 0.9, 0.99, 1.0])

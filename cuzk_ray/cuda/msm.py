@@ -11,7 +11,7 @@ Scalars may also be an FrVector (trusted: not range-checked again).
 ``uint64[2, 2, 6]`` result, bit for bit arkworks' ``G2Point.multiexp_unchecked``.
 
 Pipeline (see ec/msm_impl.cuh for the kernels and their costs): scalars classified in one read
-(msm_classify): 0 dropped, 1 summed by a tree of batch additions (msm_sum_points,
+(msm_split_count / msm_split_scatter): 0 dropped, 1 summed by a tree of batch additions (msm_sum_points,
 xyzz_sum_rows); the rest: signed-digit decomposition (device) -> sort of 64-bit (bucket key,
 point) entries on the key's bits only (cuda/sort.py: CUB) -> segmented bucket accumulation, S
 entries per thread whatever the bucket sizes (msm_seg_points, then msm_seg_partials for buckets
@@ -61,6 +61,7 @@ from .device import launch as launch_kernel
 from .sort import sort_high_bits
 
 THREADS = 128
+SPLIT_THREADS, SPLIT_TILE = 256, 2048  # = SPLIT_B, SPLIT_TILE in ec/msm_impl.cuh
 NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SEG_MAX = 256  # most entries per accumulation thread (H200 2^27: cross-segment partials 11.0 ms at 128, 6.3 at 256)
@@ -394,16 +395,28 @@ def _sum_rows(cp, g: Group, parts, rows: int, m: int):
     return parts
 
 
+def _split_kernel(name: str):
+    return get_kernel(G1.module, G1.prefix + name, G1.defines)
+
+
 def split_scalars(cp, s):
-    """Indices (uint32, device) of the scalars equal to 1 and of those other than 0 and 1
-    (msm_classify: one read of the scalars, then two compactions)."""
+    """Indices (uint32, device, ascending) of the scalars equal to 1 and of those other than 0 and
+    1: msm_split_count (one read of the scalars: a class byte each and per-tile counts), prefix
+    sums of the tiles' counts, msm_split_scatter (the two lists, in index order; one sync for
+    their lengths). The same lists as flatnonzero(cls == 1), flatnonzero(cls == 2)."""
     s = cp.ascontiguousarray(s)  # the kernel reads rows of 8 words (a no-op for FrVector limbs)
     n = int(s.shape[0])
+    if n == 0:
+        return cp.empty(0, dtype=cp.uint32), cp.empty(0, dtype=cp.uint32)
+    nb = -(-n // SPLIT_TILE)
     cls = cp.empty(n, dtype=cp.uint8)
-    if n:
-        _launch(G1, "msm_classify", n, (s, np.uint64(n), cls))
-    ones = cp.flatnonzero(cls == 1).astype(cp.uint32)
-    rest = cp.flatnonzero(cls == 2).astype(cp.uint32)
+    counts = cp.empty((2, nb), dtype=cp.uint32)
+    _split_kernel("msm_split_count")((nb,), (SPLIT_THREADS,), (s, np.uint64(n), cls, counts))
+    ends = cp.cumsum(counts, axis=1, dtype=cp.uint32)
+    n_ones, n_rest = (int(v) for v in cp.asnumpy(ends[:, -1]))
+    offsets = ends - counts  # each tile's first slot in either list
+    ones, rest = cp.empty(n_ones, dtype=cp.uint32), cp.empty(n_rest, dtype=cp.uint32)
+    _split_kernel("msm_split_scatter")((nb,), (SPLIT_THREADS,), (cls, np.uint64(n), offsets, ones, rest))
     return ones, rest
 
 
@@ -741,7 +754,7 @@ def msm_parts(g: Group, points, scalars, window: int | str | WindowPlan | None =
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events).
     accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE).
-    split: sort out the scalars 0 and 1 first (msm_classify; they cost nothing and one addition);
+    split: sort out the scalars 0 and 1 first (split_scalars; they cost nothing and one addition);
     False sends every scalar through the windows (as correct: a 0 has no digits, a 1 one), for
     scalars known to be uniform (the H query's), saving the classification's ~4.4 ms at 2^27."""
     if accumulate not in (None, "xyzz", "affine"):

@@ -4,8 +4,8 @@
 // Scalars 0/1 are split off, Pippenger with signed-digit windows and XYZZ buckets for the rest,
 // every step load-balanced (no thread's work depends on how the scalars are distributed).
 //
-//  0. msm_classify: scalars are classified in one read: 0 dropped, 1 -> index list for
-//     msm_sum_points, the rest -> index list for Pippenger (compacted by CuPy's flatnonzero).
+//  0. msm_split_count / msm_split_scatter: scalars are classified in one read: 0 dropped, 1 ->
+//     index list for msm_sum_points, the rest -> index list for Pippenger (both ascending).
 //  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c_w-1), 2^(c_w-1)] with
 //     s = sum_w d_w 2^(b_w), window w of width c_w starting at bit b_w (a window plan: all c
 //     bits, b_w = w c, or mixed widths, e.g. 8 x 21 + 4 x 22 bits); each non-zero digit becomes
@@ -262,17 +262,95 @@ __device__ __forceinline__ void xyzz_rows_shift_add_impl(const u32* a, const u32
     store_xyzz(out, r, xyzz_add(load_xyzz<F>(a, r), q));
 }
 
-// cls[i] = 0, 1 or 2 for scalar i (standard-form Fr, 8 words) equal to 0, equal to 1, or other:
-// one read of the scalars (the host's flatnonzero then makes the two index lists). H200, 2^27:
-// the split (this kernel and the two compactions) 4.4 ms, against 9.6 ms for CuPy column
-// operations (each strided column read is a full pass over the scalars).
-__device__ __forceinline__ void msm_classify_impl(const u32* scalars, u64 n, unsigned char* cls) {
-    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+// The 0/1 split in two passes over tiles of SPLIT_TILE scalars (block b: scalars b T .. b T + T - 1;
+// item it of thread t is scalar b T + it SPLIT_B + t, so a warp's loads are coalesced):
+//   msm_split_count: cls[i] = 0, 1 or 2 (scalar i equal to 0, to 1, or other; every limb read),
+//     counts[b] = ones in tile b, counts[nblocks + b] = others. One read of the scalars (32 B each).
+//   (host: exclusive prefix sums of both count rows -> each tile's first output slot.)
+//   msm_split_scatter: ones[off1[b] + rank] = i and rest[off2[b] + rank] = i, rank = the number of
+//     the tile's earlier scalars of the same class: both lists ascending, exactly what
+//     flatnonzero(cls == 1) / flatnonzero(cls == 2) give. Reads cls (1 B per scalar).
+// H200, 2^27: the classification and two CuPy flatnonzero compactions took 4.4 ms; these two
+// passes read 4 GiB + 128 MiB and write the index lists (~1.2 ms of traffic at ~4 TB/s).
+#define SPLIT_B 256
+#define SPLIT_ITEMS 8
+#define SPLIT_TILE (SPLIT_B * SPLIT_ITEMS)
+
+__device__ __forceinline__ unsigned char scalar_class(const u32* scalars, u64 i) {
     const uint4* p = reinterpret_cast<const uint4*>(scalars + 8 * i);
     const uint4 lo = p[0], hi = p[1];
     const u32 high = lo.y | lo.z | lo.w | hi.x | hi.y | hi.z | hi.w;
-    cls[i] = high ? 2 : lo.x > 1 ? 2 : (unsigned char)lo.x;
+    return high ? 2 : lo.x > 1 ? 2 : (unsigned char)lo.x;
+}
+
+// Sum of v over the block (every thread gets it); sh: SPLIT_B / 32 words.
+__device__ __forceinline__ u32 block_sum(u32 v, u32* sh) {
+    v = __reduce_add_sync(0xffffffffu, v);
+    const u32 warp = threadIdx.x >> 5;
+    __syncthreads();  // sh free (a previous call's readers are done)
+    if ((threadIdx.x & 31) == 0) sh[warp] = v;
+    __syncthreads();
+    u32 t = 0;
+#pragma unroll
+    for (int w = 0; w < SPLIT_B / 32; w++) t += sh[w];
+    return t;
+}
+
+__device__ __forceinline__ void msm_split_count_impl(const u32* scalars, u64 n, unsigned char* cls, u32* counts) {
+    __shared__ u32 sh[SPLIT_B / 32];
+    const u64 base = (u64)blockIdx.x * SPLIT_TILE;
+    u32 ones = 0, rest = 0;
+#pragma unroll
+    for (int it = 0; it < SPLIT_ITEMS; it++) {
+        const u64 i = base + it * SPLIT_B + threadIdx.x;
+        if (i < n) {
+            const unsigned char k = scalar_class(scalars, i);
+            cls[i] = k;
+            ones += k == 1;
+            rest += k == 2;
+        }
+    }
+    ones = block_sum(ones, sh);
+    rest = block_sum(rest, sh);
+    if (threadIdx.x == 0) {
+        counts[blockIdx.x] = ones;
+        counts[gridDim.x + blockIdx.x] = rest;
+    }
+}
+
+// Per item: a ballot per warp, the warps' counts through shared memory (an exclusive scan of 8
+// values, done by every thread), then the tile's running totals move on by the item's counts.
+__device__ __forceinline__ void msm_split_scatter_impl(const unsigned char* cls, u64 n, const u32* offsets,
+                                                       u32* ones, u32* rest) {
+    __shared__ u32 sh1[SPLIT_B / 32], sh2[SPLIT_B / 32];
+    const u64 base = (u64)blockIdx.x * SPLIT_TILE;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, below = (1u << lane) - 1;
+    u32 next1 = offsets[blockIdx.x], next2 = offsets[gridDim.x + blockIdx.x];
+    for (int it = 0; it < SPLIT_ITEMS; it++) {
+        const u64 i = base + it * SPLIT_B + threadIdx.x;
+        const unsigned char k = i < n ? cls[i] : 0;
+        const u32 b1 = __ballot_sync(0xffffffffu, k == 1), b2 = __ballot_sync(0xffffffffu, k == 2);
+        __syncthreads();  // sh1 / sh2 free
+        if (lane == 0) {
+            sh1[warp] = __popc(b1);
+            sh2[warp] = __popc(b2);
+        }
+        __syncthreads();
+        u32 pre1 = 0, pre2 = 0, tot1 = 0, tot2 = 0;
+#pragma unroll
+        for (u32 w = 0; w < SPLIT_B / 32; w++) {
+            if (w < warp) {
+                pre1 += sh1[w];
+                pre2 += sh2[w];
+            }
+            tot1 += sh1[w];
+            tot2 += sh2[w];
+        }
+        if (k == 1) ones[next1 + pre1 + __popc(b1 & below)] = (u32)i;
+        if (k == 2) rest[next2 + pre2 + __popc(b2 & below)] = (u32)i;
+        next1 += tot1;
+        next2 += tot2;
+    }
 }
 
 // out[j] = sum of points idx[j per .. j per + per - 1] (affine Montgomery, infinity skipped),
@@ -581,8 +659,13 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
                                                            u32* out) {                                      \
         xyzz_rows_shift_add_impl<F>(a, b, rows, k, out);                                                    \
     }                                                                                                       \
-    extern "C" __global__ void prefix##msm_classify(const u32* scalars, u64 n, unsigned char* cls) {          \
-        msm_classify_impl(scalars, n, cls);                                                                 \
+    extern "C" __global__ void __launch_bounds__(SPLIT_B) prefix##msm_split_count(                            \
+        const u32* scalars, u64 n, unsigned char* cls, u32* counts) {                                       \
+        msm_split_count_impl(scalars, n, cls, counts);                                                      \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(SPLIT_B) prefix##msm_split_scatter(                          \
+        const unsigned char* cls, u64 n, const u32* offsets, u32* ones, u32* rest) {                        \
+        msm_split_scatter_impl(cls, n, offsets, ones, rest);                                                \
     }                                                                                                       \
     extern "C" __global__ void prefix##msm_sum_points(const u32* points, const u32* idx, u32 m, u32 per,      \
                                                       u32* out) {                                           \
