@@ -20,7 +20,7 @@ from cuzk_ray.cuda import spmv as cuda_spmv  # noqa: E402
 from cuzk_ray.cuda.setup import setup_scalars  # noqa: E402
 from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints  # noqa: E402
 from cuzk_ray.groth16 import setup  # noqa: E402
-from cuzk_ray.r1cs import CsrMatrix  # noqa: E402
+from cuzk_ray.r1cs import CsrMatrix, UnsatisfiedConstraint  # noqa: E402
 from cuzk_ray.ref import qap  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -137,13 +137,13 @@ def test_abc_and_h_from_witness(backend, kind, a, b):
 def test_c_over_r_is_c_divided_by_r_and_gives_the_same_h(backend, kind, a, b):
     """Without C, evaluate_abc(c_over_r=True) leaves c / R (one Montgomery product) and
     compute_h_device(c_over_r=True) folds the R back: the same h as from c itself; the twin: that
-    c read as c itself gives another h. A stored C is refused."""
+    c read as c itself gives another h. C on the device (c_from_ab=False) is refused."""
     _, cs, w = _circuit(kind, a, b)
     dcs = backend.load_cs(cs)
-    if dcs.C is not None:
-        with pytest.raises(ValueError, match="stores C"):
-            cuda_spmv.evaluate_abc(dcs, w, c_over_r=True)
-        return
+    assert dcs.C is None  # C_FROM_AB: c = a * b whether or not cs stores C
+    if cs.C is not None:
+        with pytest.raises(ValueError, match="C is on the device"):
+            cuda_spmv.evaluate_abc(cuda_spmv.DeviceConstraintSystem(cs, c_from_ab=False), w, c_over_r=True)
     abc = cuda_spmv.evaluate_abc(dcs, w)
     abc_r = cuda_spmv.evaluate_abc(dcs, w, c_over_r=True)
     assert cp.array_equal(abc_r[:2], abc[:2])
@@ -153,6 +153,31 @@ def test_c_over_r_is_c_divided_by_r_and_gives_the_same_h(backend, kind, a, b):
     want = cuda.compute_h_device(abc.copy())
     assert cp.array_equal(cuda.compute_h_device(abc_r.copy(), c_over_r=True), want)
     assert not cp.array_equal(cuda.compute_h_device(abc_r.copy()), want)
+
+
+@pytest.mark.parametrize("kind,a,b", [("porep", 1000, 3), ("linear", 1, True), ("pow2", 1, True)])
+def test_c_from_ab_equals_c_times_w_for_a_satisfying_witness(kind, a, b):
+    """C_FROM_AB: c = a * b gives the same a, b, c and h as C.w for a witness that satisfies the
+    constraints, with C neither uploaded nor counted; the twin: a witness that breaks a
+    constraint makes C.w and a * b differ (the two are different computations)."""
+    _, cs, w = _circuit(kind, a, b)
+    assert cs.C is not None
+    with_c = cuda_spmv.DeviceConstraintSystem(cs, c_from_ab=False)
+    from_ab = cuda_spmv.DeviceConstraintSystem(cs, c_from_ab=True)
+    assert with_c.C is not None and from_ab.C is None and from_ab.nbytes < with_c.nbytes
+    assert (cuda_spmv.DeviceConstraintSystem.estimate_bytes(cs, c_from_ab=True)[0]
+            < cuda_spmv.DeviceConstraintSystem.estimate_bytes(cs, c_from_ab=False)[0])
+    abc_c, abc_ab = cuda_spmv.evaluate_abc(with_c, w), cuda_spmv.evaluate_abc(from_ab, w)
+    assert cp.array_equal(abc_c, abc_ab), f"{kind} {a} {b}, seed {SEED}"
+    assert cp.array_equal(cuda_spmv.h_from_witness(with_c, w), cuda_spmv.h_from_witness(from_ab, w))
+    cs.check(w)
+    bad = np.array(getattr(w, "limbs", w), copy=True)
+    j = int(cs.C.indices[-1])  # the wire of C's last non-zero, plus 1
+    bad[j] = fr_to_limbs([(int(limbs_to_ints(bad[j : j + 1])[0]) + 1) % R_MOD])[0]
+    with pytest.raises(UnsatisfiedConstraint):
+        cs.check(bad)
+    bc, bab = cuda_spmv.evaluate_abc(with_c, bad), cuda_spmv.evaluate_abc(from_ab, bad)
+    assert cp.array_equal(bc[:2], bab[:2]) and not cp.array_equal(bc[2], bab[2])
 
 
 def test_fast_path_equals_multiplication_path(backend):

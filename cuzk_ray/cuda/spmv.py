@@ -136,21 +136,30 @@ class DeviceCsr:
                                 np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)))
 
 
-class DeviceConstraintSystem:
-    """A, B (and C when stored) of a constraint system resident in VRAM."""
+# c = a * b on the device for every circuit, a stored C neither uploaded nor multiplied: for a
+# witness that satisfies the constraints (A.w)_i (B.w)_i = (C.w)_i on each constraint row, and
+# above row m both are 0 (b is 0 on the public-input rows). At 2^27 (porep32g) that is one sparse
+# product fewer per partition (~2.5 ms) and ~2 GB less VRAM, and c is c / R in one Montgomery
+# product (compute_h_device(c_over_r=True)). A witness that does not satisfy them gives a proof
+# that fails verification either way (the L query holds the real C). False: C.w as stored.
+C_FROM_AB = True
 
-    def __init__(self, cs: ConstraintSystem):
+
+class DeviceConstraintSystem:
+    """A, B (and C when stored and c_from_ab is False) of a constraint system resident in VRAM."""
+
+    def __init__(self, cs: ConstraintSystem, c_from_ab: bool | None = None):
         self.cs = cs
         self.n_wires, self.n_public, self.m = cs.n_wires, cs.n_public, cs.n_constraints
         self.domain = domain_size(self.m, self.n_public)
         self.A = DeviceCsr.upload(cs.A)
         self.B = DeviceCsr.upload(cs.B)
-        self.C = None if cs.C is None else DeviceCsr.upload(cs.C)
+        self.C = None if cs.C is None or _c_from_ab(c_from_ab) else DeviceCsr.upload(cs.C)
 
     @staticmethod
-    def estimate_bytes(cs: ConstraintSystem) -> tuple[int, int]:
+    def estimate_bytes(cs: ConstraintSystem, c_from_ab: bool | None = None) -> tuple[int, int]:
         """(resident bytes, upper bound; peak extra bytes during the upload)."""
-        mats = [m for m in (cs.A, cs.B, cs.C) if m is not None]
+        mats = [m for m in (cs.A, cs.B, None if _c_from_ab(c_from_ab) else cs.C) if m is not None]
         res = [layout_bytes(m) for m in mats]
         tables = [m.table.nbytes if isinstance(m, CodedCsr) else m.nnz * 32 for m in mats]
         return sum(r + t for (r, _), t in zip(res, tables)), max(t for _, t in res)
@@ -163,6 +172,10 @@ class DeviceConstraintSystem:
     @property
     def nbytes(self) -> int:
         return sum(m.nbytes for m in (self.A, self.B, self.C) if m is not None)
+
+
+def _c_from_ab(c_from_ab: bool | None) -> bool:
+    return C_FROM_AB if c_from_ab is None else c_from_ab
 
 
 def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
@@ -178,11 +191,12 @@ def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
 
 def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None, c_over_r: bool = False):
     """a | b | c on the domain as a new cupy ``uint64[3, n, 4]`` (standard form, the layout of
-    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C.
+    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C on the
+    device (C_FROM_AB).
     c_over_r: c / R instead (one Montgomery product, not two), for compute_h_device(c_over_r=True);
-    only without C (a stored C gives c itself: ValueError)."""
+    only without C on the device (C.w gives c itself: ValueError)."""
     if c_over_r and dcs.C is not None:
-        raise ValueError("evaluate_abc: c_over_r needs c = a * b, but this constraint system stores C")
+        raise ValueError("evaluate_abc: c_over_r needs c = a * b, but C is on the device (c_from_ab=False)")
     cp = require_cupy()
     w = device_witness(dcs, witness).limbs
     n = dcs.domain
@@ -198,7 +212,7 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None,
 
 def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None):
     """h (cupy ``uint64[n, 4]``, standard form, every value < r by construction) from the
-    witness: spmv, then ntt.compute_h_device (c as c / R when C is not stored: one product
-    fewer per row, the R folded into c's scaling)."""
+    witness: spmv, then ntt.compute_h_device (c as c / R when C is not on the device: one
+    product fewer per row, the R folded into c's scaling)."""
     c_over_r = dcs.C is None
     return compute_h_device(evaluate_abc(dcs, witness, c_over_r=c_over_r), domain, c_over_r=c_over_r)
