@@ -276,7 +276,7 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     log_n = log2_size(n, "compute_h")
     d = resolve(domain, n, "compute_h")
     if log_n == 0:
-        return _h_n1(abc)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
+        return _h_n1(abc, c_over_r)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
     tw = _omega_table(d)
     n_inv = d.n_inv
     c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
@@ -292,9 +292,11 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     return h
 
 
-def _h_n1(abc):
+def _h_n1(abc, c_over_r: bool):
     cp = require_cupy()
     a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
+    if c_over_r:  # abc[2] holds c / R
+        c = c * FR_R
     return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
 
 
