@@ -108,6 +108,7 @@ def fold_factor(tables, log_n: int, k: int, y: int, idx: int) -> int:
 def _fold_table(g: int, log_n: int, k: int, factors: tuple):
     """fold_tables on the current device, cached per (g, log_n, k, factors), and st's stride
     per vector (0 when one factor serves every vector)."""
+
     def build():
         cp = require_cupy()
         st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors)
