@@ -8,6 +8,8 @@
         --pass-bits "8,9": stages per pass to try (cuda.MAX_PASS_BITS; default: its value).
         --pass-threads 256: at most this many threads per pass block (cuda.PASS_THREADS; 0: the
         kernel's launch bound).
+        --h-fold "0,1": time H (and check it) with the iNTT's scaling in a separate pass (0) and
+        folded into the last DIF pass (1), a row per setting (cuda.FOLD_SCALE; default: its value).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
@@ -165,7 +167,7 @@ def main(argv: list[str]) -> None:
     msm_sizes, spmv_sizes, setup_sizes, check_sizes, witness_sizes = [], [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables, accumulates, ntt_variants = [], [], [], [None], []
-    pass_kernels, pass_bits = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS]
+    pass_kernels, pass_bits, h_folds = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS], [cuda.FOLD_SCALE]
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -221,6 +223,8 @@ def main(argv: list[str]) -> None:
             pass_bits = [int(b) for b in args.pop(0).split(",")]
         elif a == "--pass-threads":
             cuda.PASS_THREADS = int(args.pop(0))
+        elif a == "--h-fold":
+            h_folds = [bool(int(f)) for f in args.pop(0).split(",")]
         else:
             sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -232,11 +236,11 @@ def main(argv: list[str]) -> None:
         for bits in pass_bits:
             cuda.PASS_KERNEL, cuda.MAX_PASS_BITS = kernel, bits
             print(f"NTT pass kernel: {kernel}, at most {bits} stages per pass")
-            ntt_table(cp, sizes, runs, h_max)
+            ntt_table(cp, sizes, runs, h_max, h_folds)
     for defines in ntt_variants if sizes else []:
         cuda.DEFINES = tuple(defines)
         print(f"NTT pass kernel: {cuda.PASS_KERNEL}, ntt.cu variant {','.join(defines)}")
-        ntt_table(cp, sizes, runs, h_max)
+        ntt_table(cp, sizes, runs, h_max, h_folds)
         cuda.DEFINES = ()
     if msm_sizes:
         bench_msm(cp, msm_sizes, runs, g1_windows, g1_variants, g1_tables, accumulates)
@@ -257,36 +261,46 @@ def main(argv: list[str]) -> None:
 _NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels
 
 
-def ntt_table(cp, sizes, runs: int, h_max: int) -> None:
-    """The NTT / H table for the current cuda.PASS_KERNEL and cuda.MAX_PASS_BITS."""
-    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+def ntt_table(cp, sizes, runs: int, h_max: int, h_folds=(True,)) -> None:
+    """The NTT / H table for the current cuda.PASS_KERNEL and cuda.MAX_PASS_BITS: a row per size
+    and cuda.FOLD_SCALE setting in h_folds (H scaling "fold": in the last DIF pass; "pass": the
+    separate scale_powers pass). The NTT column is the forward NTT, the same for every setting."""
+    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT | H scaling |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    fold_before = cuda.FOLD_SCALE
     for log_n in sizes:
         n = 1 << log_n
         if log_n not in _NTT_INPUTS:  # 2^27: 4 GiB of random limbs, ~10 s on the host
             _NTT_INPUTS[log_n] = random_fr(cp, (1, n, 4), log_n)
         x = _NTT_INPUTS[log_n]
         ntt_ms = time_ms(cp, lambda: cuda.ntt_device(x), runs)
-        y = cuda.ntt_device(x)
-        ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))
-        del y
-        h_ms, h_ok = float("nan"), True
-        if log_n <= h_max:
-            src = random_fr(cp, (3, n, 4), log_n + 100)
-            work = cp.empty_like(src)
-
-            def run_h():
-                cp.copyto(work, src)  # H overwrites its input; the copy is ~1% of the time
-                return cuda.compute_h_device(work)
-
-            h_ms = time_ms(cp, run_h, runs)
-            h_ok = check_h(cp, src, run_h())
-            del src, work
+        src = random_fr(cp, (3, n, 4), log_n + 100) if log_n <= h_max else None
         floor = NTT_FLOOR_24_MS * (n * log_n) / (2**24 * 24)
-        flag = "" if ok and h_ok else "  RESULT CHECK FAILED"
-        print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
-              f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} |{flag}", flush=True)
+        for fold in h_folds:
+            cuda.FOLD_SCALE = fold
+            y = cuda.ntt_device(x)
+            ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))  # the iNTT folds too
+            del y
+            h_ms, h_ok = time_h(cp, src, runs) if src is not None else (float("nan"), True)
+            flag = "" if ok and h_ok else "  RESULT CHECK FAILED"
+            print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
+                  f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} | "
+                  f"{'fold' if fold else 'pass'} |{flag}", flush=True)
+        cuda.FOLD_SCALE = fold_before
+        del src
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def time_h(cp, src, runs: int) -> tuple[float, bool]:
+    """(median ms, result checked) of compute_h_device on a copy of src (H overwrites its input;
+    the copy is ~1% of the time)."""
+    work = cp.empty_like(src)
+
+    def run_h():
+        cp.copyto(work, src)
+        return cuda.compute_h_device(work)
+
+    return time_ms(cp, run_h, runs), check_h(cp, src, run_h())
 
 
 _CIRCUITS: dict = {}

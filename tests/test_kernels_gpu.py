@@ -18,7 +18,8 @@ cp = require_gpu()
 
 from cuzk_ray.cuda import msm as cuda_msm  # noqa: E402
 from cuzk_ray.cuda import ntt as cuda  # noqa: E402
-from cuzk_ray.field import Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints, root_of_unity  # noqa: E402
+from cuzk_ray.cuda.device import NTT_TABLES  # noqa: E402
+from cuzk_ray.field import FR_R, Q_MOD, R_MOD, fp_to_limbs, fr_to_limbs, limbs_to_ints, root_of_unity  # noqa: E402
 from cuzk_ray.kernels.loader import get_kernel  # noqa: E402
 from cuzk_ray.ref import ntt as ref  # noqa: E402
 from cuzk_ray.ref import qap  # noqa: E402
@@ -393,6 +394,146 @@ def test_compute_h_satisfied_constraints(rng):
     got = cuda.compute_h(fr_to_limbs(a), fr_to_limbs(b), fr_to_limbs(c))
     want = qap.compute_h(np.array(a, dtype=object), np.array(b, dtype=object), np.array(c, dtype=object))
     assert list(limbs_to_ints(got)) == list(want)
+
+
+# ------------------------------------------------------------------------------- scaled store
+
+# cuda.FOLD_SCALE: the iNTT's scaling (1/n, coset powers, compute_h's factors R) applied by the
+# last DIF pass as it stores (ntt.cu flags & 8), or by the separate scale_powers pass as before.
+R_INV = pow(FR_R, -1, R_MOD)
+
+
+def h_both_ways(abc, monkeypatch, **kw):
+    """compute_h_device on copies of abc with FOLD_SCALE True, then False."""
+    out = []
+    for fold in (True, False):
+        monkeypatch.setattr(cuda, "FOLD_SCALE", fold)
+        out.append(cuda.compute_h_device(abc.copy(), **kw))
+    return out
+
+
+@pytest.mark.parametrize("c_over_r", [False, True])
+@pytest.mark.parametrize("convention", CONVENTIONS)
+@pytest.mark.parametrize("log_n", range(0, 13))
+def test_compute_h_fold_matches_oracle(log_n, convention, c_over_r, rng, pass_kernel, monkeypatch):
+    """Folded and unfolded H both equal the oracle, with c given as c (c_over_r False) or as
+    c / R (c_over_r True: the fold's third table carries the extra R); n = 1 is _h_n1's case."""
+    n = 1 << log_n
+    a, b, c = rand_fr(rng, n), rand_fr(rng, n), rand_fr(rng, n)
+    if log_n >= 2:
+        a[0], b[1], c[2] = R_MOD - 1, 0, R_MOD - 1
+    c_in = [v * R_INV % R_MOD for v in c] if c_over_r else c
+    abc = cp.asarray(np.stack([fr_to_limbs(v) for v in (a, b, c_in)]))
+    folded, unfolded = h_both_ways(abc, monkeypatch, domain=convention, c_over_r=c_over_r)
+    want = h_oracle(tuple(a), tuple(b), tuple(c), convention)
+    what = f"compute_h n={n} {convention} c_over_r={c_over_r} {pass_kernel}, seed {SEED}"
+    assert list(limbs_to_ints(cp.asnumpy(folded))) == list(want), "folded " + what
+    assert cp.array_equal(folded, unfolded), "folded vs unfolded " + what
+    if log_n >= 1:  # negative twin: c read with the other convention of c_over_r gives another h
+        monkeypatch.setattr(cuda, "FOLD_SCALE", True)
+        other = cuda.compute_h_device(abc.copy(), domain=convention, c_over_r=not c_over_r)
+        assert not cp.array_equal(other, folded), "c_over_r ignored: " + what
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3])
+@pytest.mark.parametrize("log_n", [1, 2, 3, 4, 5, 7])
+def test_fold_small_pass_plans(log_n, bits, rng, pass_kernel, monkeypatch):
+    """Pass plans of 1..3 bits per pass (MAX_PASS_BITS), so the last DIF pass has k = 1, 2 or 3
+    after several passes: folded H and coset iNTT against the oracle and the unfolded path."""
+    monkeypatch.setattr(cuda, "MAX_PASS_BITS", bits)
+    n = 1 << log_n
+    a, b, c = rand_fr(rng, n), rand_fr(rng, n), rand_fr(rng, n)
+    abc = cp.asarray(np.stack([fr_to_limbs(v) for v in (a, b, c)]))
+    folded, unfolded = h_both_ways(abc, monkeypatch, domain="native")
+    want = h_oracle(tuple(a), tuple(b), tuple(c), "native")
+    assert list(limbs_to_ints(cp.asnumpy(folded))) == list(want), f"h n={n} bits={bits} {pass_kernel}, seed {SEED}"
+    assert cp.array_equal(folded, unfolded)
+    shift = rng.randrange(2, R_MOD)
+    for fold in (True, False):
+        monkeypatch.setattr(cuda, "FOLD_SCALE", fold)
+        got = cuda.ntt_device(abc, inverse=True, shift=shift, domain="snarkjs")
+        for row, vals in enumerate((a, b, c)):
+            want_row = oracle(np.array(vals, dtype=object), True, shift, "snarkjs")
+            assert tuple(limbs_to_ints(cp.asnumpy(got[row]))) == want_row, (
+                f"coset intt fold={fold} n={n} bits={bits} row {row} {pass_kernel}, seed {SEED}")
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+@pytest.mark.parametrize("log_n", range(1, 13))
+def test_ntt_inverse_fold_matches_oracle(log_n, convention, rng, pass_kernel, monkeypatch):
+    """ntt_device(inverse=True), plain and coset (shift): folded and unfolded equal the oracle,
+    on a batch of 3 (one 1/n table row serves every vector)."""
+    n = 1 << log_n
+    rows = [rand_fr(rng, n), rand_fr(rng, n), [R_MOD - 1] * n]
+    x = cp.asarray(np.stack([fr_to_limbs(r) for r in rows]))
+    x0 = x.copy()
+    shift = rng.randrange(2, R_MOD)
+    for s in (None, shift):
+        got = {}
+        for fold in (True, False):
+            monkeypatch.setattr(cuda, "FOLD_SCALE", fold)
+            got[fold] = cuda.ntt_device(x, inverse=True, shift=s, domain=convention)
+        for row, vals in enumerate(rows):
+            want = oracle(np.array(vals, dtype=object), True, s, convention)
+            assert tuple(limbs_to_ints(cp.asnumpy(got[True][row]))) == want, (
+                f"folded intt n={n} {convention} shift={s} row {row} {pass_kernel}, seed {SEED}")
+        assert cp.array_equal(got[True], got[False])
+    assert cp.array_equal(x, x0)  # the input is not written
+
+
+@pytest.mark.parametrize("bits", [8, 9])
+@pytest.mark.parametrize("kernel", PASS_KERNELS)
+@pytest.mark.parametrize("log_n", [13, 17, 18, 20])
+def test_fold_agrees_at_size(log_n, kernel, bits, rng, monkeypatch):
+    """At sizes the oracle is too slow for, the folded path gives the unfolded path's bits
+    (both checked against the oracle above) for every pass kernel and 8 or 9 stages per pass:
+    compute_h with c_over_r False and True, both conventions, and the coset / plain iNTT."""
+    monkeypatch.setattr(cuda, "PASS_KERNEL", kernel)
+    monkeypatch.setattr(cuda, "MAX_PASS_BITS", bits)
+    abc = rand_device_fr(rng, 3, 1 << log_n)
+    for convention, c_over_r in (("snarkjs", False), ("native", True)):
+        folded, unfolded = h_both_ways(abc, monkeypatch, domain=convention, c_over_r=c_over_r)
+        assert cp.array_equal(folded, unfolded), f"h {kernel} bits={bits} n=2^{log_n} {convention} {c_over_r}"
+    shift = rng.randrange(2, R_MOD)
+    for s, convention in ((shift, "native"), (None, "snarkjs")):
+        got = []
+        for fold in (True, False):
+            monkeypatch.setattr(cuda, "FOLD_SCALE", fold)
+            got.append(cuda.ntt_device(abc[:2], inverse=True, shift=s, domain=convention))
+        assert cp.array_equal(*got), f"intt {kernel} bits={bits} n=2^{log_n} shift={s} {convention}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log_n", [24, 27])
+def test_fold_agrees_at_production_size(log_n, rng, monkeypatch):
+    """The default pass kernel at the production sizes: folded H = unfolded H, bit for bit
+    (2^27: 3 x 4 GiB of input, twice, plus H)."""
+    abc = rand_device_fr(rng, 3, 1 << log_n)
+    folded, unfolded = h_both_ways(abc, monkeypatch, c_over_r=True)
+    assert cp.array_equal(folded, unfolded), f"h n=2^{log_n}, seed {SEED}"
+
+
+def test_fold_wrong_table_gives_other_h(rng, monkeypatch):
+    """Negative twin: the comparison sees a wrong fold table. With fold_tables building b's
+    table from another factor, the folded H differs from the unfolded one; rebuilt honestly,
+    they agree again."""
+    real = cuda.fold_tables
+    abc = rand_device_fr(rng, 3, 1 << 10)
+    monkeypatch.setattr(cuda, "FOLD_SCALE", False)
+    want = cuda.compute_h_device(abc.copy())
+    monkeypatch.setattr(cuda, "FOLD_SCALE", True)
+
+    def tampered(g, log_n, k, factors):
+        return real(g, log_n, k, (factors[0], factors[1] * 2 % R_MOD) + tuple(factors[2:]))
+
+    NTT_TABLES.clear()  # the fold tables are cached per (device, g, log_n, k, factors)
+    monkeypatch.setattr(cuda, "fold_tables", tampered)
+    try:
+        assert not cp.array_equal(cuda.compute_h_device(abc.copy()), want)
+    finally:
+        NTT_TABLES.clear()
+    monkeypatch.setattr(cuda, "fold_tables", real)
+    assert cp.array_equal(cuda.compute_h_device(abc.copy()), want)
 
 
 # ------------------------------------------------------------------------------- G1 MSM

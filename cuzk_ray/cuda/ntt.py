@@ -25,7 +25,8 @@ import numpy as np
 from ..domain import Domain, resolve
 from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
-from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, two_level
+from ..ref.ntt import bit_reverse_permutation, powers
+from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, mont_limbs, two_level
 
 MODULE = "ntt.cu"
 # Compile-time variant of ntt.cu for every kernel of this module (benchmarks and tests compare
@@ -33,6 +34,11 @@ MODULE = "ntt.cu"
 DEFINES: tuple = ()
 MAX_PASS_BITS = 8  # stages per shared-memory pass (tile of 2^8 rows x 4 columns, 32 KiB); at most 9
 THREADS = 256  # pointwise kernels
+# Apply an iNTT's scaling (1/n, the coset powers, compute_h's factors R) in the store loop of its
+# last DIF pass (ntt.cu flags & 8) instead of a separate scale_powers pass, which reads and writes
+# the vectors once more (at 2^27 x 3 vectors 24 GiB). False: the separate pass, as before
+# (benchmarks time both: jobs/bench_kernels.py --h-fold 0,1); the results are the same bits.
+FOLD_SCALE = True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +75,46 @@ def _scale_table(g: int, log_n: int, factors: tuple):
         return cp.asarray(hi), cp.asarray(lo), lo_bits
 
     return NTT_TABLES.get(("scale", g, log_n, factors), build)
+
+
+def fold_tables(g: int, log_n: int, k: int, factors: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Host tables of the scaled store on a last DIF pass of k bits (ntt.cu fold_block_factor):
+    (st, shi, slo, slo_bits), Montgomery form. st holds, per factor f, the 2^k entries
+    st[j] = f * g^(bitrev_k(j) << (log_n - k)); shi, slo the two-level table of g^m for
+    m < 2^(log_n - k) (cuda.device.two_level). fold_factor mirrors the kernel's use of them."""
+    if not 1 <= k <= log_n:
+        raise ValueError(f"fold_tables: need 1 <= k <= log_n, got k={k}, log_n={log_n}")
+    rows = powers(pow(g, 1 << (log_n - k), R_MOD), 1 << k)[bit_reverse_permutation(1 << k)]
+    st = np.concatenate([mont_limbs(rows * (f % R_MOD) % R_MOD) for f in factors])
+    shi, slo, slo_bits = two_level(g, log_n - k, [1])
+    return st, shi, slo, slo_bits
+
+
+def fold_factor(tables, log_n: int, k: int, y: int, idx: int) -> int:
+    """The factor (an int, standard form) that the scaled store applies to the element of vector
+    y that the last DIF pass stores from pass position idx: the kernel's index math and its two
+    Montgomery products on fold_tables' output, for host tests (it must equal
+    factors[y] * g^bitrev(idx) over log_n bits)."""
+    st, shi, slo = (limbs_to_ints(t) for t in tables[:3])
+    slo_bits = tables[3]
+    stride = (1 << k) if len(st) > (1 << k) else 0
+    high, j = idx >> k << k, idx & ((1 << k) - 1)
+    m = int(format(high, f"0{log_n}b")[::-1], 2)  # bitrev_log_n(high), fold_block_index
+    r_inv = pow(FR_R, -1, R_MOD)
+    block = int(shi[m >> slo_bits]) * int(slo[m & ((1 << slo_bits) - 1)]) * r_inv % R_MOD  # Montgomery
+    return int(st[y * stride + j]) * block * r_inv * r_inv % R_MOD  # Montgomery product, then out of R
+
+
+def _fold_table(g: int, log_n: int, k: int, factors: tuple):
+    """fold_tables on the current device, cached per (g, log_n, k, factors), and st's stride
+    per vector (0 when one factor serves every vector)."""
+
+    def build():
+        cp = require_cupy()
+        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors)
+        return cp.asarray(st), cp.asarray(shi), cp.asarray(slo), slo_bits, (1 << k) if len(factors) > 1 else 0
+
+    return NTT_TABLES.get(("fold", g, log_n, k, factors), build)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,30 +154,41 @@ _TWIDDLES_IN_SHARED = ("ntt_pass_tws", "ntt_pass_tws_w")  # twice the tile's sha
 PASS_THREADS: int | None = 128
 
 
-def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int) -> None:
+_NO_FOLD = (np.uint64(0), np.uint64(0), np.uint64(0), 0, 0)  # null tables: a pass without flags & 8
+
+
+def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO_FOLD) -> None:
+    """One pass kernel launch; fold: _fold_table's entry for a scaled store (flags & 8)."""
     c = min(lo, 2)
     tile = 1 << (k + c)
     per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
     threads = min(max(tile // per_thread, 1), max_threads, PASS_THREADS or max_threads)
     smem = tile * 32 * (2 if PASS_KERNEL in _TWIDDLES_IN_SHARED else 1)
     kernel = get_kernel(MODULE, PASS_KERNEL, DEFINES)
+    st, shi, slo, slo_bits, st_stride = fold
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
     kernel((1 << (log_n - k - c), src.shape[0]), (threads,),
-           (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags)),
+           (src, dst, tw, np.int32(log_n), np.int32(lo), np.int32(k), np.int32(c), np.int32(flags),
+            st, shi, slo, np.int32(slo_bits), np.int32(st_stride)),
            shared_mem=smem)
 
 
-def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False) -> None:
+def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False,
+                scale: tuple | None = None) -> None:
     """All passes of one transform of every vector of src, result in dst (src == dst: in place).
 
     With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
     and a temporary buffer is used between passes when there is more than one.
+    scale = (g, factors), DIF only: coefficient i of vector y comes out multiplied by
+    g^i * factors[y or 0], applied by the last pass as it stores (ntt.cu flags & 8).
     """
     plan = _pass_plan(log_n, dit)
     base = (1 if inverse else 0) | (2 if dit else 0)
     if bitrev_out and src is dst:
         raise ValueError("_run_passes: a bit-reversed write cannot be in place")
+    if scale is not None and dit:
+        raise ValueError("_run_passes: the scaled store is for DIF passes (coefficients come out of the last)")
     cur = src
     for i, (lo, k) in enumerate(plan):
         last = i == len(plan) - 1
@@ -141,7 +198,11 @@ def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: 
             target = cur
         else:
             target = require_cupy().empty_like(src) if bitrev_out else dst
-        _launch_pass(cur, target, log_n, tw, lo, k, base | (4 if last and bitrev_out else 0))
+        flags = base | (4 if last and bitrev_out else 0)
+        if last and scale is not None:  # the last DIF pass has lo = 0, as the kernel needs
+            _launch_pass(cur, target, log_n, tw, lo, k, flags | 8, _fold_table(scale[0], log_n, k, scale[1]))
+        else:
+            _launch_pass(cur, target, log_n, tw, lo, k, flags)
         cur = target
 
 
@@ -166,7 +227,8 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
     coefficients of the polynomial with those evaluations (the 1/n and shift^-i are applied).
     The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
-    the last writes the result bit-reversed, i.e. in natural order) + at most one scaling pass.
+    the last writes the result bit-reversed, i.e. in natural order) + one scaling pass for a
+    forward coset NTT (an inverse one scales in its last pass, FOLD_SCALE; else also one pass).
     """
     cp = require_cupy()
     log_n = log2_size(x.shape[1], "ntt")
@@ -185,9 +247,12 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
             _scale(x, src, log_n, shift, (1,), bitrev=False)
         _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
         return out
-    _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
     g = 1 if shift is None else pow(shift, -1, R_MOD)
-    _scale(out, out, log_n, g, (d.n_inv,), bitrev=False)
+    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
+        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)))
+    else:
+        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
+        _scale(out, out, log_n, g, (d.n_inv,), bitrev=False)
     return out
 
 
@@ -199,7 +264,8 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     Steps (all in VRAM, 3 vectors per launch):
       1. iNTT_n by DIF passes with inverse twiddles  -> coefficients in bit-reversed order
       2. coefficient i *= w_2n^i / n (and an extra R on b, see h_pointwise; on c with c_over_r)
-                                                     -> 1 scaling pass
+                                                     -> in step 1's last pass as it stores
+                                                        (FOLD_SCALE; else 1 scaling pass)
       3. NTT_n by DIT passes (bit-reversed in)       -> values at the odd 2n-th roots, natural order
       4. h_j = a_j b_j - c_j                          -> new cupy uint64[n, 4]
     No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
@@ -211,21 +277,27 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     log_n = log2_size(n, "compute_h")
     d = resolve(domain, n, "compute_h")
     if log_n == 0:
-        return _h_n1(abc)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
+        return _h_n1(abc, c_over_r)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
     tw = _omega_table(d)
-    _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
     n_inv = d.n_inv
     c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
-    _scale(abc, abc, log_n, d.omega_2n, (n_inv, n_inv * FR_R % R_MOD, c_factor), bitrev=True)
+    factors = (n_inv, n_inv * FR_R % R_MOD, c_factor)
+    if FOLD_SCALE:  # step 2 in the store loop of step 1's last pass
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(d.omega_2n, factors))
+    else:
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
+        _scale(abc, abc, log_n, d.omega_2n, factors, bitrev=True)
     _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
     h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
     get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
     return h
 
 
-def _h_n1(abc):
+def _h_n1(abc, c_over_r: bool):
     cp = require_cupy()
     a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
+    if c_over_r:  # abc[2] holds c / R
+        c = c * FR_R
     return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
 
 

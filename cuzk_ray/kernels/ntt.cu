@@ -21,7 +21,9 @@
 //
 //  DIF (flags & 2 == 0): natural order in, bit-reversed out; passes from the top bits down.
 //  DIT (flags & 2 != 0): bit-reversed in, natural order out; passes from the bottom bits up.
-//  flags & 1: inverse twiddles (no 1/n factor; scale separately).
+//  flags & 1: inverse twiddles (no 1/n factor: scale separately, or on store with flags & 8).
+//  flags & 8: the last DIF pass multiplies each element by its coset / 1/n factor as it stores it
+//             (scaled store, see fold_block_factor below): an iNTT needs no separate scale_powers pass.
 #include "ff/bls12_381.cuh"
 
 typedef fr_t F;
@@ -125,6 +127,37 @@ __device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) 
     }
 }
 
+// Scaled store (flags & 8), used on the last DIF pass of an iNTT (lo = 0, so c = 0 and tile row
+// j is element e). The element stored from pass position idx = high | j (g.index, before any bit
+// reversal) holds coefficient bitrev(idx) over log_n bits, whether it is written to idx
+// (compute_h: DIT passes follow) or to bitrev(idx) (ntt_device's inverse). Its factor
+// g^bitrev(idx) * f_y splits, as bitrev(high | j) = (bitrev_k(j) << (log_n - k)) | bitrev(high), into
+//   st_y[j]  = f_y * g^(bitrev_k(j) << (log_n - k))   2^k entries per vector (st + y * st_stride)
+//   C(m)     = g^m = shi[m >> slo_bits] * slo[m & mask], m = bitrev_log_n(high), one per block
+// (all Montgomery form; cuda/ntt.py fold_tables builds them, fold_factor mirrors this on the host).
+// Cost: 1 product per block (thread 0, before the barrier that ends the tile load) and 2 per
+// element: st_y[j] * C, then x * that. Precomputing st_y[j] * C per row into shared memory would
+// be the same count (one row per element since c = 0) plus a barrier and 2^k * 32 bytes of shared
+// memory, and C per thread would add up to 1/2 product per element (32-thread blocks of 64-element
+// tiles at 2^27); scale_powers also does 2 per element but reads and writes the vectors once more.
+// st_y is read in the data's order (consecutive j, 2^k * 32 bytes <= 16 KiB, cache-resident).
+__device__ __forceinline__ u64 fold_block_index(const pass_geometry& g) {
+    return __brevll(g.high) >> (64 - g.log_n);  // bitrev_log_n(high) = bitrev_(log_n-k)(blockIdx.x)
+}
+
+template <bool WIDE>
+__device__ __forceinline__ F fold_block_factor(const pass_geometry& g, const u32* shi, const u32* slo,
+                                               int slo_bits) {
+    const u64 m = fold_block_index(g);
+    return fmul<WIDE>(load<fr_params>(shi, m >> slo_bits), load<fr_params>(slo, m & ((1ull << slo_bits) - 1)));
+}
+
+// The parameters of every pass kernel (one list, so the kernels and cuda/ntt.py _launch_pass
+// agree); st, shi, slo, slo_bits, st_stride are read only with flags & 8 (else may be null).
+#define PASS_PARAMS const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags, \
+                    const u32* st, const u32* shi, const u32* slo, int slo_bits, int st_stride
+#define PASS_ARGS src, dst, tw, log_n, lo, k, c, flags, st, shi, slo, slo_bits, st_stride
+
 // One pass: rows of bits [lo, lo+k) of every vector, src -> dst (may alias unless bitrev_out).
 // MODE 0: radix 2, each butterfly loads its twiddle from global memory (L2) when it needs it.
 // MODE 1: radix 4, each thread runs two stages on 4 rows held in registers between two barriers
@@ -134,8 +167,7 @@ __device__ __forceinline__ void sh_store_(u32* sh, u32 tile, u32 e, const F& x) 
 //         inverse twiddles negated once); needs 2 * tile * 32 bytes of shared memory.
 // Butterflies with twiddle 1 skip the multiplication in modes 0 and 2.
 template <int MODE, bool WIDE = false, bool SH128 = false>
-__device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u32* tw, int log_n, int lo,
-                                              int k, int c, int flags) {
+__device__ __forceinline__ void ntt_pass_impl(PASS_PARAMS) {
     u32* sh = sh_tile;
     const u64 n = 1ull << log_n;
     const u64 voff = (u64)blockIdx.y * n * FR_WORDS;
@@ -149,7 +181,9 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
     g.lowpart = (b & ((1ull << low_bits) - 1)) << c;
     g.high = (b >> low_bits) << (lo + k);
 
-    const bool inverse = flags & 1, dit = flags & 2;
+    const bool inverse = flags & 1, dit = flags & 2, scaled = flags & 8;
+    __shared__ __align__(16) u32 sh_fold[FR_WORDS];  // scaled store: C of this block (above)
+    if (scaled && threadIdx.x == 0) store(sh_fold, 0, fold_block_factor<WIDE>(g, shi, slo, slo_bits));
     for (u32 e = threadIdx.x; e < tile; e += blockDim.x)
         sh_store(sh, e, load<fr_params>(src, g.index(e >> c, e & g.cmask)));
     u32* tws = sh + FR_WORDS * tile;  // MODE 2: twiddle of (stage hd, pos, col) at ((2^hd - 1 + pos) << c) | col
@@ -210,42 +244,51 @@ __device__ __forceinline__ void ntt_pass_impl(const u32* src, u32* dst, const u3
     }
 
     const bool bitrev_out = flags & 4;
+    F block_factor;
+    const u32* st_y = st;
+    if (scaled) {  // published by the first barrier
+        block_factor = load<fr_params>(sh_fold, 0);
+        st_y += (u64)blockIdx.y * st_stride * FR_WORDS;
+    }
     for (u32 e = threadIdx.x; e < tile; e += blockDim.x) {
         u64 idx = g.index(e >> c, e & g.cmask);
         if (bitrev_out) idx = __brevll(idx) >> (64 - log_n);
-        store(dst, idx, sh_load(sh, e));
+        F x = sh_load(sh, e);
+        if (scaled) x = fmul<WIDE>(x, fmul<WIDE>(load<fr_params>(st_y, e >> c), block_factor));
+        store(dst, idx, x);
     }
 }
 
-// flags: 1 inverse twiddles, 2 DIT (else DIF), 4 write dst in bit-reversed order (out of place).
+// flags: 1 inverse twiddles, 2 DIT (else DIF), 4 write dst in bit-reversed order (out of place),
+// 8 scaled store (the last DIF pass, lo = 0; tables st, shi, slo: see fold_block_factor).
 // Launch: grid (n / 2^(k+c), batch); block tile/2 threads (radix 2) or tile/4 (radix 4);
 // dynamic shared memory tile * 32 bytes (tile = 2^(k+c) <= 1024), twice that for ntt_pass_tws.
 extern "C" __global__ void __launch_bounds__(512)
-ntt_pass(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<0>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass(PASS_PARAMS) {
+    ntt_pass_impl<0>(PASS_ARGS);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-ntt_pass_r4(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<1>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_r4(PASS_PARAMS) {
+    ntt_pass_impl<1>(PASS_ARGS);
 }
 
 // The same passes with the 64-bit-pair Fr multiplication (mul_wide) and, except in _w32, the
 // 128-bit shared-memory layout (SH128 above). Same arguments, launch geometry and shared memory
 // as ntt_pass / ntt_pass_r4; bit-identical results.
 extern "C" __global__ void __launch_bounds__(512)
-ntt_pass_w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<0, true, true>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_w(PASS_PARAMS) {
+    ntt_pass_impl<0, true, true>(PASS_ARGS);
 }
 
 extern "C" __global__ void __launch_bounds__(512)
-ntt_pass_w32(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<0, true, false>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_w32(PASS_PARAMS) {
+    ntt_pass_impl<0, true, false>(PASS_ARGS);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-ntt_pass_r4w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<1, true, true>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_r4w(PASS_PARAMS) {
+    ntt_pass_impl<1, true, true>(PASS_ARGS);
 }
 
 // dst[i] = src[i] * g^j * f_y with j = i (or bitrev(i) when bitrev != 0), from a two-level
@@ -293,14 +336,14 @@ extern "C" __global__ void twiddle_levels(u32* tw, int log_n) {
 }
 
 extern "C" __global__ void __launch_bounds__(512)
-ntt_pass_tws(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<2>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_tws(PASS_PARAMS) {
+    ntt_pass_impl<2>(PASS_ARGS);
 }
 
 // MODE 2 (the block's twiddles staged in shared memory with the tile) with mul_wide and the
 // 128-bit layout: whether the per-stage twiddle load from L2 of ntt_pass_w is exposed latency
 // (its ncu profile at 2^24: 17 cycles between a warp's issues, 31 % of them math-pipe throttle).
 extern "C" __global__ void __launch_bounds__(512)
-ntt_pass_tws_w(const u32* src, u32* dst, const u32* tw, int log_n, int lo, int k, int c, int flags) {
-    ntt_pass_impl<2, true, true>(src, dst, tw, log_n, lo, k, c, flags);
+ntt_pass_tws_w(PASS_PARAMS) {
+    ntt_pass_impl<2, true, true>(PASS_ARGS);
 }
