@@ -22,6 +22,8 @@
         variants, "," between the defines of one); --g1-table / --g2-table "20": also time MSMs over
         bases with a table of window multiples for these c (build time printed).
         --seg-max 32: most sorted entries per thread in the MSM bucket accumulation (cuda_msm.SEG_MAX).
+        --split-scan 1: the MSMs' 0/1 split by the two scan passes (cuda_msm.SPLIT_SCAN; 0: msm_classify
+        and flatnonzero); the rows' "split" phase shows its time.
         --accumulate "xyzz,affine": time every G1/G2 MSM row with each bucket accumulation
         (cuda_msm.ACCUMULATE: XYZZ mixed additions, or batch-affine levels), side by side.
         --aff-k-max 256 / --aff-budget-gib 16: the affine levels' most slots per thread
@@ -189,6 +191,10 @@ def main(argv: list[str]) -> None:
             from cuzk_ray.cuda import msm as cuda_msm
 
             cuda_msm.SEG_MAX = int(args.pop(0))
+        elif a == "--split-scan":
+            from cuzk_ray.cuda import msm as cuda_msm
+
+            cuda_msm.SPLIT_SCAN = args.pop(0) not in ("0", "false", "False")
         elif a == "--accumulate":
             accumulates = args.pop(0).split(",")
         elif a in ("--aff-k-max", "--aff-budget-gib"):

@@ -143,3 +143,22 @@ def test_cpu_backend_without_numba_falls_back_to_the_reference_h(monkeypatch):
     be.warm_up()
     assert be.fast_h_min_size == float("inf")
     assert np.array_equal(be.compute_h(a, b, c), want)
+
+
+@pytest.mark.parametrize("shape,m,public", [("default", 1000, 3), ("filecoin", 1 << 12, 32)])
+def test_c_is_a_times_b_on_the_whole_domain_for_a_satisfying_witness(shape, m, public):
+    """The premise of cuda.spmv.C_FROM_AB (the GPU computes c = a * b instead of C.w): for a
+    satisfying witness a_i b_i = c_i on every row of the domain, the public-input rows above m
+    (a = w_s, b = 0, c = 0) and the zero padding included. Negative twin: a witness with one wire
+    of C changed satisfies neither the constraints nor c = a * b."""
+    cs = build_circuit(m, public, shape=shape)
+    w = synthesize(m, public, seed=4, shape=shape)
+    cs.check(w)
+    a, b, c = qap.evaluations(cs, limbs_to_ints(w))
+    assert len(c) > cs.n_constraints  # the rows above m are part of the check
+    assert all((int(x) * int(y) - int(z)) % R_MOD == 0 for x, y, z in zip(a, b, c))
+    bad = limbs_to_ints(w)
+    j = int(cs.C.indices[-1])
+    bad[j] = (int(bad[j]) + 1) % R_MOD
+    a, b, c = qap.evaluations(cs, bad)
+    assert any((int(x) * int(y) - int(z)) % R_MOD for x, y, z in zip(a, b, c))

@@ -128,9 +128,12 @@ def test_all_one_scalars(table, n):
     assert run(table, ks, [1] * i + [2] + [1] * (n - i - 1)) != want  # negative
 
 
-def test_split_classifies_by_every_limb(table):
+@pytest.mark.parametrize("scan", [True, False])
+def test_split_classifies_by_every_limb(table, scan, monkeypatch):
     """split_scalars looks at all four limbs: a scalar whose low limb is 0 or 1 but another limb
-    is not zero is a Pippenger scalar, not a 0 or a 1 (index lists exact, then the MSM)."""
+    is not zero is a Pippenger scalar, not a 0 or a 1 (index lists exact, then the MSM, with
+    either split: SPLIT_SCAN)."""
+    monkeypatch.setattr(cuda_msm, "SPLIT_SCAN", scan)
     edge = [0, 1, 2, 2**64, 2**64 + 1, 2**128 + 1, 2**192, 2**192 + 1, R_MOD - 1, 1, 0, 3]
     ones, rest = cuda_msm.split_scalars(cp, cp.asarray(fr_to_limbs(edge)))
     assert cp.asnumpy(ones).tolist() == [1, 9]
@@ -150,12 +153,14 @@ def split_reference(limbs: np.ndarray) -> tuple[list, list]:
     return np.flatnonzero(one).tolist(), np.flatnonzero(~one & ~zero).tolist()
 
 
+@pytest.mark.parametrize("scan", [True, False])
 @pytest.mark.parametrize("n", [1, 31, 2047, 2048, 2049, 6144, 100_003, 2**20 + 5])
 @pytest.mark.parametrize("mix", ["zeros", "ones", "uniform", "bits", "limbs"])
-def test_split_lists_match_flatnonzero(n, mix):
-    """split_scalars (msm_split_count + msm_split_scatter, tiles of 2048) gives both index lists in
-    ascending order, as flatnonzero would, at tile edges and across many tiles; negative twin: one
-    scalar changed from 1 to 2 moves its index from one list to the other."""
+def test_split_lists_match_flatnonzero(n, mix, scan):
+    """split_scalars, by the scan passes (msm_split_count + msm_split_scatter, tiles of 2048) and by
+    msm_classify + flatnonzero, gives both index lists in ascending order, as numpy's flatnonzero
+    does, at tile edges and across many tiles; negative twin: one scalar changed from 1 to 2
+    moves its index from one list to the other."""
     gen = np.random.default_rng(SEED + n)
     limbs = np.zeros((n, 4), dtype=np.uint64)
     if mix == "ones":
@@ -170,14 +175,14 @@ def test_split_lists_match_flatnonzero(n, mix):
         limbs[:, 0] = gen.integers(0, 2, size=n, dtype=np.uint64)
         limbs[np.arange(n), gen.integers(0, 4, size=n)] |= gen.integers(0, 2, size=n, dtype=np.uint64) << np.uint64(40)
     want_ones, want_rest = split_reference(limbs)
-    ones, rest = cuda_msm.split_scalars(cp, cp.asarray(limbs))
+    ones, rest = cuda_msm.split_scalars(cp, cp.asarray(limbs), scan=scan)
     assert ones.dtype == cp.uint32 and rest.dtype == cp.uint32
     assert cp.asnumpy(ones).tolist() == want_ones, f"{mix} n={n}, seed {SEED}"
     assert cp.asnumpy(rest).tolist() == want_rest, f"{mix} n={n}, seed {SEED}"
     if want_ones:  # negative twin
         j = want_ones[len(want_ones) // 2]
         limbs[j, 0] = 2
-        ones2, rest2 = cuda_msm.split_scalars(cp, cp.asarray(limbs))
+        ones2, rest2 = cuda_msm.split_scalars(cp, cp.asarray(limbs), scan=scan)
         assert j not in cp.asnumpy(ones2).tolist() and j in cp.asnumpy(rest2).tolist()
         assert len(ones2) == len(want_ones) - 1 and len(rest2) == len(want_rest) + 1
 
@@ -190,6 +195,23 @@ def test_mixed_bits_and_uniform(table, n, frac_bits):
     sc = scalars_mix(rng, n, frac_bits)
     want = expected(table[0], ks, sc)
     assert run(table, ks, sc) == want, f"n={n} frac_bits={frac_bits} seed {SEED}"
+
+
+@pytest.mark.parametrize("frac_bits", [0.5, 0.99])
+@pytest.mark.parametrize("n", [4097, 2**16 - 3])
+def test_scan_split_gives_the_same_msm(table, n, frac_bits, monkeypatch):
+    """The MSM with SPLIT_SCAN (the two scan passes) equals the oracle and the flatnonzero split;
+    negative twin: one 1 turned into a 0 changes the sum."""
+    rng = random.Random(SEED + 500 + int(frac_bits * 1000) + n)
+    ks = [rng.randrange(1, TABLE + 1) for _ in range(n)]
+    sc = scalars_mix(rng, n, frac_bits)
+    want = expected(table[0], ks, sc)
+    monkeypatch.setattr(cuda_msm, "SPLIT_SCAN", True)
+    assert run(table, ks, sc) == want, f"n={n} frac_bits={frac_bits} seed {SEED}"
+    i = sc.index(1)
+    assert run(table, ks, sc[:i] + [0] + sc[i + 1 :]) != want
+    monkeypatch.setattr(cuda_msm, "SPLIT_SCAN", False)
+    assert run(table, ks, sc) == want
 
 
 @pytest.mark.parametrize("n", [1, 7, 4097, 2**16 + 3])

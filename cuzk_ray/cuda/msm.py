@@ -62,6 +62,10 @@ from .sort import sort_high_bits
 
 THREADS = 128
 SPLIT_THREADS, SPLIT_TILE = 256, 2048  # = SPLIT_B, SPLIT_TILE in ec/msm_impl.cuh
+# The 0/1 split by two scan passes (msm_split_count / msm_split_scatter, ~1.2 ms of traffic at
+# 2^27) instead of msm_classify + two CuPy flatnonzero (4.4 ms). Off until it has run on a GPU
+# (written 2026-12-02 without device time left; tests/test_msm_gpu.py checks both).
+SPLIT_SCAN = False
 NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SEG_MAX = 256  # most entries per accumulation thread (H200 2^27: cross-segment partials 11.0 ms at 128, 6.3 at 256)
@@ -399,17 +403,20 @@ def _split_kernel(name: str):
     return get_kernel(G1.module, G1.prefix + name, G1.defines)
 
 
-def split_scalars(cp, s):
+def split_scalars(cp, s, scan: bool | None = None):
     """Indices (uint32, device, ascending) of the scalars equal to 1 and of those other than 0 and
-    1: msm_split_count (one read of the scalars: a class byte each and per-tile counts), prefix
-    sums of the tiles' counts, msm_split_scatter (the two lists, in index order; one sync for
-    their lengths). The same lists as flatnonzero(cls == 1), flatnonzero(cls == 2)."""
-    s = cp.ascontiguousarray(s)  # the kernel reads rows of 8 words (a no-op for FrVector limbs)
+    1. scan (default SPLIT_SCAN): msm_split_count (one read of the scalars: a class byte each and
+    per-tile counts), prefix sums of the tiles' counts, msm_split_scatter (both lists in index
+    order; one sync for their lengths); else msm_classify and two CuPy flatnonzero. Same lists."""
+    s = cp.ascontiguousarray(s)  # the kernels read rows of 8 words (a no-op for FrVector limbs)
     n = int(s.shape[0])
     if n == 0:
         return cp.empty(0, dtype=cp.uint32), cp.empty(0, dtype=cp.uint32)
-    nb = -(-n // SPLIT_TILE)
     cls = cp.empty(n, dtype=cp.uint8)
+    if not (SPLIT_SCAN if scan is None else scan):
+        _launch(G1, "msm_classify", n, (s, np.uint64(n), cls))
+        return cp.flatnonzero(cls == 1).astype(cp.uint32), cp.flatnonzero(cls == 2).astype(cp.uint32)
+    nb = -(-n // SPLIT_TILE)
     counts = cp.empty((2, nb), dtype=cp.uint32)
     _split_kernel("msm_split_count")((nb,), (SPLIT_THREADS,), (s, np.uint64(n), cls, counts))
     ends = cp.cumsum(counts, axis=1, dtype=cp.uint32)

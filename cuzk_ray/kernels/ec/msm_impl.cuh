@@ -4,8 +4,9 @@
 // Scalars 0/1 are split off, Pippenger with signed-digit windows and XYZZ buckets for the rest,
 // every step load-balanced (no thread's work depends on how the scalars are distributed).
 //
-//  0. msm_split_count / msm_split_scatter: scalars are classified in one read: 0 dropped, 1 ->
-//     index list for msm_sum_points, the rest -> index list for Pippenger (both ascending).
+//  0. msm_classify (+ the host's flatnonzero), or msm_split_count / msm_split_scatter: scalars
+//     are classified in one read: 0 dropped, 1 -> index list for msm_sum_points, the rest ->
+//     index list for Pippenger (both ascending).
 //  1. msm_digits: scalar i -> W signed digits d_w in [-2^(c_w-1), 2^(c_w-1)] with
 //     s = sum_w d_w 2^(b_w), window w of width c_w starting at bit b_w (a window plan: all c
 //     bits, b_w = w c, or mixed widths, e.g. 8 x 21 + 4 x 22 bits); each non-zero digit becomes
@@ -270,8 +271,9 @@ __device__ __forceinline__ void xyzz_rows_shift_add_impl(const u32* a, const u32
 //   msm_split_scatter: ones[off1[b] + rank] = i and rest[off2[b] + rank] = i, rank = the number of
 //     the tile's earlier scalars of the same class: both lists ascending, exactly what
 //     flatnonzero(cls == 1) / flatnonzero(cls == 2) give. Reads cls (1 B per scalar).
-// H200, 2^27: the classification and two CuPy flatnonzero compactions took 4.4 ms; these two
-// passes read 4 GiB + 128 MiB and write the index lists (~1.2 ms of traffic at ~4 TB/s).
+// H200, 2^27: the classification and two CuPy flatnonzero compactions take 4.4 ms; these two
+// passes read 4 GiB + 128 MiB and write the index lists (~1.2 ms of traffic at ~4 TB/s; not yet
+// run on a GPU: cuda/msm.py SPLIT_SCAN).
 #define SPLIT_B 256
 #define SPLIT_ITEMS 8
 #define SPLIT_TILE (SPLIT_B * SPLIT_ITEMS)
@@ -281,6 +283,13 @@ __device__ __forceinline__ unsigned char scalar_class(const u32* scalars, u64 i)
     const uint4 lo = p[0], hi = p[1];
     const u32 high = lo.y | lo.z | lo.w | hi.x | hi.y | hi.z | hi.w;
     return high ? 2 : lo.x > 1 ? 2 : (unsigned char)lo.x;
+}
+
+// cls[i] = scalar_class(i), one thread per scalar: the host's flatnonzero then makes the two
+// index lists (split_scalars with SPLIT_SCAN = False). H200, 2^27: 4.4 ms with both compactions.
+__device__ __forceinline__ void msm_classify_impl(const u32* scalars, u64 n, unsigned char* cls) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cls[i] = scalar_class(scalars, i);
 }
 
 // Sum of v over the block (every thread gets it); sh: SPLIT_B / 32 words.
@@ -658,6 +667,9 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
     extern "C" __global__ void prefix##xyzz_rows_shift_add(const u32* a, const u32* b, u32 rows, int k,       \
                                                            u32* out) {                                      \
         xyzz_rows_shift_add_impl<F>(a, b, rows, k, out);                                                    \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_classify(const u32* scalars, u64 n, unsigned char* cls) {          \
+        msm_classify_impl(scalars, n, cls);                                                                 \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(SPLIT_B) prefix##msm_split_count(                            \
         const u32* scalars, u64 n, unsigned char* cls, u32* counts) {                                       \
