@@ -138,10 +138,11 @@ class DeviceCsr:
 
 # c = a * b on the device for every circuit, a stored C neither uploaded nor multiplied: for a
 # witness that satisfies the constraints (A.w)_i (B.w)_i = (C.w)_i on each constraint row, and
-# above row m both are 0 (b is 0 on the public-input rows). At 2^27 (porep32g) that is one sparse
-# product fewer per partition (~2.5 ms) and ~2 GB less VRAM, and c is c / R in one Montgomery
-# product (compute_h_device(c_over_r=True)). A witness that does not satisfy them gives a proof
-# that fails verification either way (the L query holds the real C). False: C.w as stored.
+# above row m both are 0 (b is 0 on the public-input rows; tests/test_h_from_witness_cpu.py
+# checks this premise). At 2^27 (porep32g) that is one sparse product fewer per partition (a
+# Montgomery product per row instead: c / R, compute_h_device(c_over_r=True)) and ~3 GiB less
+# VRAM (C's 2.26 GB of entries and 1.04 GB of indptr). A witness that does not satisfy them gives
+# a proof that fails verification either way (the L query holds the real C). False: C.w as stored.
 C_FROM_AB = True
 
 
