@@ -62,10 +62,10 @@ from .sort import sort_high_bits
 
 THREADS = 128
 SPLIT_THREADS, SPLIT_TILE = 256, 2048  # = SPLIT_B, SPLIT_TILE in ec/msm_impl.cuh
-# The 0/1 split by two scan passes (msm_split_count / msm_split_scatter, ~1.2 ms of traffic at
-# 2^27) instead of msm_classify + two CuPy flatnonzero (4.4 ms). Off until it has run on a GPU
-# (written 2026-12-02 without device time left; tests/test_msm_gpu.py checks both).
-SPLIT_SCAN = False
+# The 0/1 split by two scan passes (msm_split_count / msm_split_scatter) instead of msm_classify
+# + two CuPy flatnonzero: H200, 2^27, 1.7 ms against 4.4 (bench_kernels --split-scan 1, ninth
+# session); False keeps the old path (tests/test_msm_gpu.py checks both against flatnonzero).
+SPLIT_SCAN = True
 NO_KEY = 0xFFFFFFFF
 SEG_PARTIALS = 16  # slots per thread in the passes over cross-segment partial sums
 SEG_MAX = 256  # most entries per accumulation thread (H200 2^27: cross-segment partials 11.0 ms at 128, 6.3 at 256)
