@@ -54,7 +54,8 @@
 //       instructions, 296 slots.
 // At 64 IMAD slots, 64 FP64 ops and 128 issued instructions per clock per SM, the Fp multiply
 // is bound by the IMAD pipe (308.5 vs mul_wide's 588) just before the issue rate (568.5 / 128);
-// Fr by the issue rate. Predictions are in the report of this change; not run on a GPU yet.
+// Fr by the issue rate. Measured on the H200 (sixth session, docs/BENCHMARKS.md): Fp 27.6 G mul/s
+// against mul_wide's 27.3, slower in the MSM and NTT, so a variant (MONT_MUL_F64=1), not the default.
 // Exactness needs (checked in tests/f64_model.py, a word-for-word model): limbs < 2^48 and at most
 // 8 products per column (any 384-bit a, b: T = a*b is exact), then a, b < p for the reduction
 // (T < p R, as sqr_wide's bounds). IEEE round-to-nearest DFMA/DADD, never contracted or
