@@ -4,10 +4,12 @@ cache_dir, output files are 0644 under umask 000; an unreachable ray.address is 
 30 s. Twins: with Ray told it may form a cluster (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=1) the same
 check sees listeners beyond loopback; a umask of 077 gives 0600; a port that listens passes."""
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -221,7 +223,7 @@ def test_two_embedded_rays_at_once_get_metrics_ports_of_their_own(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "DASHBOARD_METRIC_PORT",
                                                             "AUTOSCALER_METRIC_PORT")}
     jobs, lines, seen = [], [[], []], [set(), set()]
-    up, end = [None, None], [None, None]
+    up, end, ready = [None, None], [None, None], [threading.Event(), threading.Event()]
 
     def read(i):
         for line in jobs[i].stdout:
@@ -231,13 +233,20 @@ def test_two_embedded_rays_at_once_get_metrics_ports_of_their_own(tmp_path):
                 for _ in range(3):
                     seen[i] |= set(listeners(descendants(jobs[i].pid)))
                     time.sleep(0.3)
+                ready[i].set()
+                # the first one up waits for the other (its driver stopped, its Ray still up and
+                # listening): on a loaded machine the two starts may lie further apart than a proof
+                with contextlib.suppress(ProcessLookupError):  # already gone: the premise check says so
+                    os.kill(jobs[i].pid, signal.SIGSTOP)
+                    ready[1 - i].wait(timeout=HANG_S)
+                    os.kill(jobs[i].pid, signal.SIGCONT)
         end[i] = time.monotonic()
 
     try:
         for i in range(2):
             jobs.append(subprocess.Popen(
                 [sys.executable, str(ROOT / "jobs" / "prove.py"), "engine=ray", "proofs=3", "pw=2",
-                 "circuit.constraints=2048", "circuit.partitions=8", "ray.num_cpus=2",  # ~10 s proving: overlap
+                 "circuit.constraints=2048", "circuit.partitions=8", "ray.num_cpus=2",
                  f"output_dir={tmp_path / f'out{i}'}", f"cache_dir={caches[i]}"], cwd=ROOT, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
         readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(2)]

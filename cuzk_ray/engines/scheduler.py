@@ -353,8 +353,15 @@ class Scheduler:
         limit = self.budget.limit
         if limit is None or self.memory is None:
             return True
+        if self._in_flight == 0:
+            return True
+        if any(s.startswith("over:") for s in self._said):
+            # one partition alone measured above the whole budget (_say_over): one at a time for the
+            # rest of the batch, not only while the last sample shows it; a sample in a trough (its
+            # synthesis done, its proving not yet at peak) would let a second in to peak beside it
+            return False
         node, work = self.memory.work()
-        if self._in_flight == 0 or work + self.part_bytes <= limit:
+        if work + self.part_bytes <= limit:
             return True
         if "held" not in self._said:
             self._said.add("held")
