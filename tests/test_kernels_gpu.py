@@ -138,24 +138,47 @@ def test_field_ops(field, op, rng):
         assert got != [expected("mul", x, y, p, nbits) for x, y in zip(a, b)]
 
 
-@pytest.mark.parametrize("op", ["mul", "sqr"])
+FP2_OPS = {"mul": 0, "sqr": 1, "mul_lazy": 2, "mul_sub_lazy": 3}  # ff_test.cu fp2_test
+
+
+def fp2_mul(a, b):
+    return ((a[0] * b[0] - a[1] * b[1]) % Q_MOD, (a[0] * b[1] + a[1] * b[0]) % Q_MOD)
+
+
+def fp2_expected(op, x, y):
+    if op == "sqr":
+        return fp2_mul(x, x)
+    if op == "mul_sub_lazy":  # x y - (x + y)(y - x)
+        s, d = ((x[0] + y[0]) % Q_MOD, (x[1] + y[1]) % Q_MOD), ((y[0] - x[0]) % Q_MOD, (y[1] - x[1]) % Q_MOD)
+        xy, sd = fp2_mul(x, y), fp2_mul(s, d)
+        return ((xy[0] - sd[0]) % Q_MOD, (xy[1] - sd[1]) % Q_MOD)
+    return fp2_mul(x, y)
+
+
+@pytest.mark.parametrize("op", list(FP2_OPS))
 def test_fp2(op, rng):
+    """Fp2 mul (Karatsuba, or mul_lazy in modules with FP2_MUL_LAZY), sqr, and the lazily reduced
+    mul_lazy / mul_sub_lazy called directly, against ints: random pairs, edge pairs, and pairs of
+    carry-chain edges (every sign of the lazy forms' c0 / re and im occurs)."""
     n = 2000
     a = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)]
     a += [(0, 0), (1, 0), (0, 1), (Q_MOD - 1, Q_MOD - 1)]
     b = [(rng.randrange(Q_MOD), rng.randrange(Q_MOD)) for _ in range(n)]
     b += [(Q_MOD - 1, 1), (0, 1), (0, 1), (Q_MOD - 1, 0)]
+    edges = carry_edges(Q_MOD, 384)
+    a += [(e, f) for e in edges for f in edges[:6]]
+    b += [(f, e) for e in edges[::-1] for f in edges[:6]]
     fn = get_kernel("ff_test.cu", "fp2_test")
     da = cp.asarray(fp_to_limbs([v for pair in a for v in pair]))
     db = cp.asarray(fp_to_limbs([v for pair in b for v in pair]))
     out = cp.zeros_like(da)
-    fn(((len(a) + 127) // 128,), (128,), (da, db, out, np.int32(0 if op == "mul" else 1), np.uint64(len(a))))
+    fn(((len(a) + 127) // 128,), (128,), (da, db, out, np.int32(FP2_OPS[op]), np.uint64(len(a))))
     got = list(limbs_to_ints(cp.asnumpy(out)))
-    for i, ((a0, a1), (b0, b1)) in enumerate(zip(a, b)):
-        if op == "sqr":
-            b0, b1 = a0, a1
-        want = ((a0 * b0 - a1 * b1) % Q_MOD, (a0 * b1 + a1 * b0) % Q_MOD)
-        assert (got[2 * i], got[2 * i + 1]) == want, f"fp2 {op} element {i}, seed {SEED}"
+    pairs = [(got[2 * i], got[2 * i + 1]) for i in range(len(a))]
+    bad = [i for i, (x, y) in enumerate(zip(a, b)) if pairs[i] != fp2_expected(op, x, y)]
+    assert not bad, f"fp2 {op}: {len(bad)} mismatches, first at {bad[0]} (a={a[bad[0]]}, b={b[bad[0]]}), seed {SEED}"
+    if op == "mul_sub_lazy":  # the difference, not the product alone
+        assert pairs != [fp2_mul(x, y) for x, y in zip(a, b)]
 
 
 # ------------------------------------------------------------------------------- NTT, exhaustive

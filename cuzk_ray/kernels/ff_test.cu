@@ -45,13 +45,14 @@ extern "C" __global__ void fp_test(const u32* a, const u32* b, u32* out, int op,
     store(out, i, apply<fp_t>(op, load<fp_params>(a, i), load<fp_params>(b, i)));
 }
 
-// Fp2: element i is (c0, c1) at limbs [2i], [2i+1] (uint64[n, 2, 6]). op 0 = mul, 1 = sqr.
+// Fp2: element i is (c0, c1) at limbs [2i], [2i+1] (uint64[n, 2, 6]). op 0 = mul, 1 = sqr,
+// 2 = mul_lazy, 3 = mul_sub_lazy(x, y, x + y, y - x) (ff/bls12_381.cuh).
 extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fp2_t x = {to_mont(load<fp_params>(a, 2 * i)), to_mont(load<fp_params>(a, 2 * i + 1))};
     fp2_t y = {to_mont(load<fp_params>(b, 2 * i)), to_mont(load<fp_params>(b, 2 * i + 1))};
-    fp2_t z = op == 0 ? x * y : sqr(x);
+    fp2_t z = op == 0 ? x * y : op == 1 ? sqr(x) : op == 2 ? mul_lazy(x, y) : mul_sub_lazy(x, y, x + y, y - x);
     store(out, 2 * i, from_mont(z.c0));
     store(out, 2 * i + 1, from_mont(z.c1));
 }

@@ -11,6 +11,13 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
+// Fp2 products lazily reduced (ff/bls12_381.cuh mul_lazy, mul_sub_lazy: 2 reductions per mul
+// instead of 3, per a b - c d instead of 6): 2 both; variants 1 (mul only; the 4-operand call of
+// mul_sub costs the callers registers: xyzz_madd's spills 44 -> 164 bytes at 2, 96 at 1, ptxas -v)
+// and 0 (the Karatsuba of 3 Fp mul). Not yet timed on a GPU.
+#ifndef FP2_MUL_LAZY
+#define FP2_MUL_LAZY 2
+#endif
 #include "ec/msm_impl.cuh"
 
 DEFINE_MSM_KERNELS(fp2_t, g2_)

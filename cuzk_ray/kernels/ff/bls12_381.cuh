@@ -72,13 +72,119 @@ __device__ __forceinline__ fp2_t operator-(const fp2_t& a) { return {-a.c0, -a.c
 #define FP2_INLINE __noinline__
 #endif
 
-// Karatsuba: 3 Fp mul + 5 add/sub.
+// Fp2 products with lazy reduction (a module's choice before its includes, msm_g2.cu: FP2_MUL_LAZY
+// 1 for operator*, 2 for operator* and the curve formulas' mul_sub; 0, the default, neither): the Karatsuba products stay 768-bit (mont_detail::mul_rows, no reduction) and are
+// combined before one reduction per coefficient (mont_detail::redc_words), so an Fp2 mul takes 2
+// reductions instead of 3, and a b - c d (XYZZ's Y3) 2 instead of 6.
+// Cost in wide mads (IMAD.WIDE, the pipe that bounds the MSM): mul 3 x 144 + 2 x 144 = 720 against
+// 3 mul_wide's 864; mul_sub 6 x 144 + 2 x 144 = 1152 against 1728; so a G2 mixed addition (8M +
+// 2S, one of the M pairs as mul_sub) 6624 against 8064 (-18 %), for ~100 more word adds per mul.
+// Bounds (inputs: Montgomery form, < p): a0 + a1 < 2p < 2^382 fits 12 words unreduced, so every
+// product is < 4p^2 < 2^764 (24 words, no carry out). redc_words needs 0 <= T < p R, and gives
+// T R^-1 mod p (R = 2^384): products of Montgomery forms reduce to the Montgomery form of the result.
+//   mul: c1's T = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1 = a0 b1 + a1 b0 in [0, 2p^2), 2p^2 < p R (2p < R);
+//        c0's T = a0 b0 - a1 b1 in (-p^2, p^2): on a borrow + p R (the carry out of that addition
+//        cancels the borrow's 2^768), in [p R - p^2, p R).
+//   mul_sub: re = (a0 b0 - a1 b1) - (c0 d0 - c1 d1) and im = (a0 b1 + a1 b0) - (c0 d1 + c1 d0), each
+//        in (-2p^2, 2p^2) with |x| < 2^763: as 768-bit two's complement, negative (re's top bit, im's
+//        borrow) -> + p R. CPU model, word for word: tests/test_fp2_lazy_model.py.
+#ifndef FP2_MUL_LAZY
+#define FP2_MUL_LAZY 0
+#endif
+namespace fp2_detail {
+constexpr int N = fp_params::N, W = 2 * fp_params::N;
+// r = x + y over K words (the callers' bounds leave no carry out).
+template <int K>
+__device__ __forceinline__ void add_words(u32* r, const u32* x, const u32* y) {
+    r[0] = ptx::add_cc(x[0], y[0]);
+#pragma unroll
+    for (int k = 1; k < K - 1; k++) r[k] = ptx::addc_cc(x[k], y[k]);
+    r[K - 1] = ptx::addc(x[K - 1], y[K - 1]);
+}
+// r = x - y mod 2^(32K); returns 1 on a borrow (x < y), else 0.
+template <int K>
+__device__ __forceinline__ u32 sub_words(u32* r, const u32* x, const u32* y) {
+    r[0] = ptx::sub_cc(x[0], y[0]);
+#pragma unroll
+    for (int k = 1; k < K; k++) r[k] = ptx::subc_cc(x[k], y[k]);
+    return ptx::subc(0, 0) & 1;
+}
+// t += p R mod 2^768 when neg is 1 (p into words N..2N-1; the carry out is the 2^768 of a
+// negative two's complement t, dropped on purpose).
+__device__ __forceinline__ void add_pR_if(u32* t, u32 neg) {
+    const u32 mask = 0u - neg;
+    t[N] = ptx::add_cc(t[N], fp_params::mod(0) & mask);
+#pragma unroll
+    for (int k = 1; k < N - 1; k++) t[N + k] = ptx::addc_cc(t[N + k], fp_params::mod(k) & mask);
+    t[W - 1] = ptx::addc(t[W - 1], fp_params::mod(N - 1) & mask);
+}
+}  // namespace fp2_detail
+
+// a b over Fp2, lazily reduced (see above): 3 products, 2 reductions.
+__device__ __forceinline__ fp2_t mul_lazy(const fp2_t& a, const fp2_t& b) {
+    using namespace fp2_detail;
+    u32 t0[W], t1[W], s[W], sa[N], sb[N];
+    mont_detail::mul_rows<N>(t0, a.c0.v, b.c0.v);
+    mont_detail::mul_rows<N>(t1, a.c1.v, b.c1.v);
+    add_words<W>(s, t0, t1);                       // a0 b0 + a1 b1 < 2p^2
+    add_pR_if(t0, sub_words<W>(t0, t0, t1));      // c0's T
+    fp2_t r;
+    r.c0 = mont_detail::redc_words<fp_params>(t0);
+    add_words<N>(sa, a.c0.v, a.c1.v);
+    add_words<N>(sb, b.c0.v, b.c1.v);
+    mont_detail::mul_rows<N>(t1, sa, sb);
+    sub_words<W>(t1, t1, s);                       // c1's T: no borrow
+    r.c1 = mont_detail::redc_words<fp_params>(t1);
+    return r;
+}
+
+// a b - c d over Fp2, lazily reduced (see above): 6 products, 2 reductions.
+__device__ __forceinline__ fp2_t mul_sub_lazy(const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d) {
+    using namespace fp2_detail;
+    u32 x[W], y[W], st[W], dt[W], su[W], du[W], sa[N], sb[N];
+    mont_detail::mul_rows<N>(x, a.c0.v, b.c0.v);
+    mont_detail::mul_rows<N>(y, a.c1.v, b.c1.v);
+    add_words<W>(st, x, y);                        // a0 b0 + a1 b1
+    sub_words<W>(dt, x, y);                        // a0 b0 - a1 b1 (two's complement)
+    mont_detail::mul_rows<N>(x, c.c0.v, d.c0.v);
+    mont_detail::mul_rows<N>(y, c.c1.v, d.c1.v);
+    add_words<W>(su, x, y);
+    sub_words<W>(du, x, y);
+    sub_words<W>(dt, dt, du);                      // re
+    add_pR_if(dt, dt[W - 1] >> 31);
+    fp2_t r;
+    r.c0 = mont_detail::redc_words<fp_params>(dt);
+    add_words<N>(sa, a.c0.v, a.c1.v);
+    add_words<N>(sb, b.c0.v, b.c1.v);
+    mont_detail::mul_rows<N>(x, sa, sb);
+    sub_words<W>(x, x, st);                        // a0 b1 + a1 b0
+    add_words<N>(sa, c.c0.v, c.c1.v);
+    add_words<N>(sb, d.c0.v, d.c1.v);
+    mont_detail::mul_rows<N>(y, sa, sb);
+    sub_words<W>(y, y, su);                        // c0 d1 + c1 d0
+    add_pR_if(x, sub_words<W>(x, x, y));          // im
+    r.c1 = mont_detail::redc_words<fp_params>(x);
+    return r;
+}
+
+#if FP2_MUL_LAZY >= 2
+// The curve formulas' a b - c d (ec/xyzz.cuh mul_sub; this overload wins over its template).
+__device__ FP2_INLINE fp2_t mul_sub(const fp2_t a, const fp2_t b, const fp2_t c, const fp2_t d) {
+    return mul_sub_lazy(a, b, c, d);
+}
+#endif
+
+// Karatsuba: 3 Fp mul + 5 add/sub (or mul_lazy: 3 products, 2 reductions).
 //   c0 = a0 b0 - a1 b1,  c1 = (a0 + a1)(b0 + b1) - a0 b0 - a1 b1
 __device__ FP2_INLINE fp2_t operator*(const fp2_t a, const fp2_t b) {
+#if FP2_MUL_LAZY
+    return mul_lazy(a, b);
+#else
     fp_t t0 = a.c0 * b.c0;
     fp_t t1 = a.c1 * b.c1;
     fp_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
     return {t0 - t1, t2 - t0 - t1};
+#endif
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: 2 Fp mul.
