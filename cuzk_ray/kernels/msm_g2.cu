@@ -11,12 +11,13 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
-// Fp2 products lazily reduced (ff/bls12_381.cuh mul_lazy, mul_sub_lazy: 2 reductions per mul
-// instead of 3, per a b - c d instead of 6): 2 both; variants 1 (mul only; the 4-operand call of
-// mul_sub costs the callers registers: xyzz_madd's spills 44 -> 164 bytes at 2, 96 at 1, ptxas -v)
-// and 0 (the Karatsuba of 3 Fp mul). Not yet timed on a GPU.
+// Fp2 products lazily reduced (ff/bls12_381.cuh mul_lazy: 2 reductions per Fp2 mul instead of 3).
+// H200, G2 2^24 uniform (docs/BENCHMARKS.md, tenth session): 1 (operator* only) 377.3 ms against
+// 424.7 for 0 (the Karatsuba of 3 reduced Fp mul); 2 (also mul_sub_lazy for a b - c d, 2
+// reductions instead of 6) 476.5: its four-operand call holds more of the callers' registers
+// (xyzz_madd's spill stores 44 -> 164 bytes, ptxas -v) and that costs more than it saves.
 #ifndef FP2_MUL_LAZY
-#define FP2_MUL_LAZY 2
+#define FP2_MUL_LAZY 1
 #endif
 #include "ec/msm_impl.cuh"
 
