@@ -80,8 +80,10 @@ TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain base
 # "affine" (batch-affine pair reduction: msm_aff_level, ~6 Fp mul per addition plus one inversion
 # per block); msm(accumulate=) overrides per call. Measured on the H200 (docs/BENCHMARKS.md,
 # "Batch-affine MSM accumulation"): affine is 1.16-1.5x slower for G1 (2^24 uniform 172.9 vs
-# 130.8 ms, 2^27 1008.7 vs 867.7) and, at AFF_K_MAX 1024, 18 % faster for uniform G2 (363.8 vs
-# 446.4 ms) but not for the bit-heavy G2 MSM the prover runs; so XYZZ stays the default.
+# 130.8 ms, 2^27 1008.7 vs 867.7) and, at AFF_K_MAX 1024, faster for G2: with the lazy Fp2 mul
+# (msm_g2.cu FP2_MUL_LAZY 1, tenth session) 2^24 uniform 291.9 vs 377.3 ms, 90 % bits 62.7 vs
+# 70.9. XYZZ stays the default: this one setting serves both groups, and the affine path's level
+# buffers (AFFINE_BUDGET) have not run inside a porep32g partition.
 ACCUMULATE = "xyzz"
 AFF_THREADS = 128  # threads per block of msm_aff_level (= AFF_B in ec/msm_impl.cuh)
 AFF_K_MIN, AFF_K_MAX = 8, 256  # output slots per msm_aff_level thread (one inversion per block of them)
