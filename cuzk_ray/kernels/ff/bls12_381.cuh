@@ -72,10 +72,12 @@ __device__ __forceinline__ fp2_t operator-(const fp2_t& a) { return {-a.c0, -a.c
 #define FP2_INLINE __noinline__
 #endif
 
-// Fp2 products with lazy reduction (a module's choice before its includes, msm_g2.cu: FP2_MUL_LAZY
-// 1 for operator*, 2 for operator* and the curve formulas' mul_sub; 0, the default, neither): the Karatsuba products stay 768-bit (mont_detail::mul_rows, no reduction) and are
-// combined before one reduction per coefficient (mont_detail::redc_words), so an Fp2 mul takes 2
-// reductions instead of 3, and a b - c d (XYZZ's Y3) 2 instead of 6.
+// Fp2 products with lazy reduction: the Karatsuba products stay 768-bit (mont_detail::mul_rows, no
+// reduction) and are combined before one reduction per coefficient (mont_detail::redc_words), so
+// an Fp2 mul takes 2 reductions instead of 3, and a b - c d (XYZZ's Y3) 2 instead of 6. A module's
+// choice before its includes: FP2_MUL_LAZY 1 for operator* (msm_g2.cu: G2 2^24 uniform 424.7 ->
+// 377.3 ms on the H200), 2 for operator* and the curve formulas' mul_sub too (476.5 ms: slower, the
+// call's spills), 0 (the default) neither.
 // Cost in wide mads (IMAD.WIDE, the pipe that bounds the MSM): mul 3 x 144 + 2 x 144 = 720 against
 // 3 mul_wide's 864; mul_sub 6 x 144 + 2 x 144 = 1152 against 1728; so a G2 mixed addition (8M +
 // 2S, one of the M pairs as mul_sub) 6624 against 8064 (-18 %), for ~100 more word adds per mul.
