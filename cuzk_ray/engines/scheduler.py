@@ -356,9 +356,10 @@ class Scheduler:
         if self._in_flight == 0:
             return True
         if any(s.startswith("over:") for s in self._said):
-            # one partition alone measured above the whole budget (_say_over): one at a time for the
-            # rest of the batch, not only while the last sample shows it; a sample in a trough (its
-            # synthesis done, its proving not yet at peak) would let a second in to peak beside it
+            # one partition alone measured above the whole budget (_say_over): one at a time until
+            # reset_peak (the batch's end; a service key's scheduler: its life, the same circuit),
+            # not only while the last sample shows it: a sample in a trough (its synthesis done,
+            # its proving not yet at peak) would let a second in to peak beside it
             return False
         node, work = self.memory.work()
         if work + self.part_bytes <= limit:
