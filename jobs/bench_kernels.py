@@ -25,9 +25,9 @@
         --split-scan 1: the MSMs' 0/1 split by the two scan passes (cuda_msm.SPLIT_SCAN; 0: msm_classify
         and flatnonzero); the rows' "split" phase shows its time.
         --accumulate "xyzz,affine": time every G1/G2 MSM row with each bucket accumulation
-        (cuda_msm.ACCUMULATE: XYZZ mixed additions, or batch-affine levels), side by side.
+        (default cuda_msm.ACCUMULATE[group]: XYZZ mixed additions, or batch-affine levels), side by side.
         --aff-k-max 256 / --aff-budget-gib 16: the affine levels' most slots per thread
-        (cuda_msm.AFF_K_MAX) and level buffers per group of runs (cuda_msm.AFFINE_BUDGET).
+        (cuda_msm.AFF_K_MAX, both groups) and level buffers per group of runs (cuda_msm.AFFINE_BUDGET).
         --spmv "16,20,24": log2 sizes of the PoRep circuit for the witness -> a, b, c -> h table.
         --setup "20,24": log2 sizes of the PoRep circuit for the GPU setup scalars table.
         --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
@@ -202,7 +202,7 @@ def main(argv: list[str]) -> None:
 
             v = int(args.pop(0))
             if a == "--aff-k-max":
-                cuda_msm.AFF_K_MAX = v
+                cuda_msm.AFF_K_MAX.update(g1=v, g2=v)
             else:
                 cuda_msm.AFFINE_BUDGET = v << 30
         elif a == "--g1-table":
@@ -486,7 +486,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
     windows, compile-time variants (defines) and tables of window multiples (c; build time shown).
     want_fn(sc, res) checks each result exactly. figures: DESIGN.md's (floor ms, best published,
     target ms) at 2^24; the floor is scaled by n for other sizes ("~"). accumulates: bucket
-    accumulations ("xyzz", "affine"; None = cuda_msm.ACCUMULATE), each case timed with each."""
+    accumulations ("xyzz", "affine"; None = cuda_msm.ACCUMULATE[group]), each case timed with each."""
     import dataclasses
     import time
 

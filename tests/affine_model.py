@@ -1,9 +1,10 @@
 """Pure-Python model of the batch-affine bucket accumulation (ec/msm_impl.cuh: msm_digits,
-msm_aff_runs, msm_aff_level(_gather), msm_aff_buckets), for the CPU test test_msm_affine_model.py.
+msm_aff_runs, msm_aff_sources(_gather), msm_aff_level(_gather), msm_aff_buckets), for the CPU
+test test_msm_affine_model.py.
 
-The kernels are emulated thread by thread with the kernel's own index arithmetic (slots t K ..
-t K + K - 1 per thread, run search and walk, the transposed scratch index k nthr + t, the
-block's product tree, the reverse pass), in Python ints mod p (standard form: Montgomery form
+The kernels are emulated thread by thread with the kernel's own index arithmetic (a slot's
+source word from the run arrays, the slots b K B + k B + tid of a thread, the transposed scratch
+index k nthr + t, the block's product tree, the reverse pass), in Python ints mod p (standard form: Montgomery form
 changes no index). They are driven by the host code itself, cuda/msm.py
 affine_bucket_sums_with with numpy as the array module, so the offsets, groups, K choice and
 ping-pong buffers that run on the device are the ones checked here.
@@ -20,6 +21,7 @@ from cuzk_ray.ref import g1 as g1_ref
 NO_KEY = 0xFFFFFFFF
 INF = (0, 0)  # the kernels' infinity
 ADD, DBL, COPY1, COPY2, PINF = range(5)
+AFF_PASS = 0xFFFFFFFF  # a source word's second half for a pass-through slot
 
 
 def digits(scalars, idx, c: int, W: int, table_n: int = 0) -> np.ndarray:
@@ -67,7 +69,8 @@ class ModelOps:
     """The `ops` of cuda_msm.affine_bucket_sums_with, kernels emulated in Python. Small block /
     K limits (defaults) make several blocks, several K values and partial blocks show up on
     small inputs. bug: a deliberate defect ("prefix": pass 2 takes the wrong prefix element;
-    "sign": level 0 ignores the sign bit) for the negative tests."""
+    "sign": level 0 ignores the sign bit; "pass": the source words mark the wrong slots as
+    pass-through) for the negative tests."""
 
     point_bytes, elem_bytes = 96, 48
 
@@ -92,28 +95,51 @@ class ModelOps:
             if e == 0 or int(entries[e - 1]) >> 32 != key:
                 start_by_key[key] = e
 
-    def _src(self, gather: bool, src, sorted_entries, e: int):
+    def sources(self, gather: bool, sorted_entries, in_start, in_len, out_start, run, slots: int) -> list[int]:
+        """msm_aff_sources(_gather): per slot (second operand << 32) | first operand, AFF_PASS
+        for a run's odd last point. bug "pass": the pass-through test off by one."""
+        out = []
+        for j in range(slots):
+            r = run[j]
+            q = j - out_start[r]
+            a = in_start[r] + 2 * q
+            last = 2 * q + 1 >= in_len[r] if self.bug != "pass" else 2 * q + 2 >= in_len[r]
+            v1 = int(sorted_entries[a]) & 0xFFFFFFFF if gather else a
+            v2 = AFF_PASS if last else (int(sorted_entries[a + 1]) & 0xFFFFFFFF if gather else a + 1)
+            assert v1 != AFF_PASS, f"slot {j}: operand {v1:#x} is the pass-through marker"
+            out.append(v2 << 32 | v1)
+        return out
+
+    def _src(self, gather: bool, src, v: int):
+        """aff_src_point: operand v of a source word."""
         if gather:
-            v = int(sorted_entries[e]) & 0xFFFFFFFF
             p = self.bases[v & 0x7FFFFFFF]
             if (v >> 31) and p != INF and self.bug != "sign":
                 p = (p[0], (-p[1]) % P)
             return p
-        p = src[e]
-        assert p is not None, f"read of compact slot {e}, never written"
+        p = src[v]
+        assert p is not None, f"read of compact slot {v}, never written"
         return p
 
     def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, run, slots: int, K: int,
               nblocks: int, scratch, out) -> None:
-        B = self.block
-        nthr = nblocks * B
-        assert len(scratch) >= K * nthr and len(out) >= slots
-        assert (nblocks - 1) * B * K < slots <= nthr * K, "a block with no slot, or slots without a thread"
+        """The ops interface: the level's source words, then the level over them."""
         in_start, in_len, out_start, run = ([int(v) for v in a] for a in (in_start, in_len, out_start, run))
         R = len(out_start)
         assert out_start[0] == 0 and len(run) >= slots
         for j in range(slots):  # the host's slot -> run map
             assert out_start[run[j]] <= j and (run[j] + 1 == R or j < out_start[run[j] + 1])
+        words = self.sources(gather, sorted_entries, in_start, in_len, out_start, run, slots)
+        self.level_words(gather, src, words, slots, K, nblocks, scratch, out)
+
+    def level_words(self, gather: bool, src, words, slots: int, K: int, nblocks: int, scratch, out) -> None:
+        """msm_aff_level(_gather) over the slots' source words (src: the previous level's compact
+        array; unused when gather, which reads the bases)."""
+        B = self.block
+        nthr = nblocks * B
+        assert len(scratch) >= K * nthr and len(out) >= slots and len(words) >= slots
+        assert (nblocks - 1) * B * K < slots <= nthr * K, "a block with no slot, or slots without a thread"
+        words = [int(w) for w in words[:slots]]
         written: dict = {}  # scratch index -> value, this launch only
         self.levels.append(slots)
         outs_done = set()
@@ -130,13 +156,10 @@ class ModelOps:
                     j = slot(b, k, tid)
                     if j >= slots:
                         break
-                    r = run[j]
-                    q = j - out_start[r]
-                    if 2 * q + 1 >= in_len[r]:
+                    v1, v2 = words[j] & 0xFFFFFFFF, words[j] >> 32
+                    if v2 == AFF_PASS:
                         continue
-                    a = in_start[r] + 2 * q
-                    kind, d = kind_of(self._src(gather, src, sorted_entries, a),
-                                      self._src(gather, src, sorted_entries, a + 1))
+                    kind, d = kind_of(self._src(gather, src, v1), self._src(gather, src, v2))
                     if kind not in (ADD, DBL):
                         continue
                     idx = k * nthr + t
@@ -168,14 +191,12 @@ class ModelOps:
                     j = slot(b, k, tid)
                     if j >= slots:
                         continue
-                    r = run[j]
-                    q = j - out_start[r]
-                    a = in_start[r] + 2 * q
-                    p1 = self._src(gather, src, sorted_entries, a)
-                    if 2 * q + 1 >= in_len[r]:
+                    v1, v2 = words[j] & 0xFFFFFFFF, words[j] >> 32
+                    p1 = self._src(gather, src, v1)
+                    if v2 == AFF_PASS:
                         res = p1
                     else:
-                        p2 = self._src(gather, src, sorted_entries, a + 1)
+                        p2 = self._src(gather, src, v2)
                         kind, d = kind_of(p1, p2)
                         self.additions += 1
                         if kind in (ADD, DBL):

@@ -35,8 +35,8 @@ TABLE = 600  # distinct multiples 1..TABLE of the base point
 
 @pytest.fixture(params=["xyzz", "affine"])
 def accumulate(request, monkeypatch):
-    """The MSM tests run with both bucket accumulations (cuda_msm.ACCUMULATE)."""
-    monkeypatch.setattr(cuda_msm, "ACCUMULATE", request.param)
+    """The MSM tests run with both bucket accumulations (cuda_msm.ACCUMULATE["g2"])."""
+    monkeypatch.setitem(cuda_msm.ACCUMULATE, "g2", request.param)
     return request.param
 
 
@@ -240,7 +240,8 @@ def test_g2_affine_sizes_and_forced_k(table, monkeypatch, n):
     rng = random.Random(SEED + 1000 + n)
     ks = [rng.randrange(0, TABLE + 1) if j % 2 else rng.randrange(1, 3) for j in range(n)]
     s = rng.randrange(2, R_MOD)
-    for setting in ({}, dict(AFF_K_MIN=1, AFF_K_MAX=1), dict(AFF_K_MIN=3, AFF_K_MAX=3), dict(AFFINE_BUDGET=1 << 20)):
+    for setting in ({}, dict(AFF_K_MIN=1, AFF_K_MAX={"g2": 1}), dict(AFF_K_MIN=3, AFF_K_MAX={"g2": 3}),
+                    dict(AFFINE_BUDGET=1 << 20)):
         for k, v in setting.items():
             monkeypatch.setattr(cuda_msm, k, v)
         for sc in (scalars_mix(rng, n, 0.2), [s] * n, [R_MOD - 1] * n):

@@ -125,7 +125,7 @@ def test_aff_groups_cover_runs_within_budget():
     assert groups[0][0] == 0 and groups[-1][1] == 500
     assert all(a[1] == b[0] for a, b in zip(groups, groups[1:]))
     L = lens.astype(np.int64)
-    cost = ((L + 1) // 2) * (144 + 8) + ((L + 3) // 4) * 96 + 64  # points, scratch, slot -> run map
+    cost = ((L + 1) // 2) * (144 + 16) + ((L + 3) // 4) * 96 + 64  # points, scratch, run map, source word
     for r0, r1 in groups:
         assert r1 > r0 and (cost[r0:r1].sum() <= budget or r1 == r0 + 1)
         assert r1 == 500 or cost[r0 : r1 + 1].sum() > budget  # greedy: the next run would not fit
@@ -136,7 +136,7 @@ def test_level_plan_and_k():
     assert list(out_len) == [1, 1, 2, 4, 1] and list(out_start) == [0, 1, 2, 4, 8] and slots == 9
     assert out_len.dtype == np.uint32 and out_start.dtype == np.uint32
     assert cuda_msm.aff_slots_per_thread(1) == cuda_msm.AFF_K_MIN
-    assert cuda_msm.aff_slots_per_thread(1 << 40) == cuda_msm.AFF_K_MAX
+    assert cuda_msm.aff_slots_per_thread(1 << 40) == cuda_msm.AFF_K_MAX["g1"]
 
 
 def test_block_size_matches_kernel():
@@ -152,7 +152,7 @@ def test_split_geometry_matches_kernel():
     assert (threads, threads * items) == (cuda_msm.SPLIT_THREADS, cuda_msm.SPLIT_TILE)
 
 
-@pytest.mark.parametrize("bug", ["prefix", "sign"])
+@pytest.mark.parametrize("bug", ["prefix", "sign", "pass"])
 def test_broken_variants_fail(multiples, bug):
     rng = random.Random(SEED + 3)
     n = 60
@@ -199,8 +199,8 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
     total = W << (c - 1)
     M = int(np.searchsorted(ent, np.uint64(0xFFFFFFFF << 32)))
     model = ModelOps(bases, total, block=cuda_msm.AFF_THREADS, k_min=cuda_msm.AFF_K_MIN,
-                     k_max=cuda_msm.AFF_K_MAX, min_threads=cuda_msm.AFF_MIN_THREADS)
-    calls = []
+                     k_max=cuda_msm.AFF_K_MAX["g1"], min_threads=cuda_msm.AFF_MIN_THREADS)
+    calls, words = [], [None]  # words[0]: the source words the last msm_aff_sources wrote
 
     class Kernel:
         def __init__(self, name):
@@ -213,12 +213,19 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
             if self.name == "msm_aff_runs":
                 assert grid[0] * block[0] >= int(a["len"])
                 model.runs(a["sorted"], int(a["len"]), a["start_by_key"])
+            elif self.name.startswith("msm_aff_sources"):
+                slots = int(a["slots"])
+                assert grid[0] * block[0] >= slots and len(a["src"]) == slots
+                a["src"][:] = model.sources(self.name.endswith("_gather"), a.get("sorted"),
+                                            *([int(v) for v in a[k]] for k in ("in_start", "in_len", "out_start", "run")),
+                                            slots)
+                words[0] = a["src"]
             elif self.name.startswith("msm_aff_level"):
                 assert block == (cuda_msm.AFF_THREADS,)
                 gather = self.name.endswith("_gather")
-                assert (a["pts"] is bases_marker) == gather
-                model.level(gather, a["pts"], a.get("sorted"), a["in_start"], a["in_len"], a["out_start"], a["run"],
-                            int(a["slots"]), int(a["K"]), grid[0], a["scratch"], a["out"])
+                assert (a["pts"] is bases_marker) == gather and a["src"] is words[0]
+                model.level_words(gather, a["pts"], a["src"], int(a["slots"]), int(a["K"]), grid[0], a["scratch"],
+                                  a["out"])
             elif self.name == "msm_aff_buckets":
                 assert a["buckets"] is bucket_marker and grid[0] * block[0] >= int(a["R"])
                 model.buckets(a["pts"], a["keys"], int(a["R"]))
@@ -235,8 +242,11 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
         def alloc_scratch(self, k):
             return [None] * k
 
+        def alloc_sources(self, k):
+            return [None] * k
+
     ops = Ops(np, cuda_msm.G1, bases_marker, bucket_marker)
     cuda_msm.affine_bucket_sums_with(np, ops, ent, M, total, cuda_msm.AFFINE_BUDGET)
-    assert calls[0] == "msm_aff_runs" and calls[1] == "msm_aff_level_gather" and calls[-1] == "msm_aff_buckets"
-    assert "msm_aff_level" in calls
+    assert calls[:3] == ["msm_aff_runs", "msm_aff_sources_gather", "msm_aff_level_gather"], calls[:3]
+    assert calls[-1] == "msm_aff_buckets" and "msm_aff_sources" in calls and "msm_aff_level" in calls
     assert_same_buckets(model.bucket, direct_buckets(bases, ent, total), "device ops")

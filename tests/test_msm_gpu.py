@@ -39,10 +39,10 @@ NO_ACCUMULATION = {"test_mixed_digits_kernel_matches_the_model",  # no MSM at al
 
 @pytest.fixture(autouse=True, params=["xyzz", "affine"])
 def accumulate(request, monkeypatch):
-    """Every MSM test of this module with both bucket accumulations (cuda_msm.ACCUMULATE)."""
+    """Every MSM test of this module with both bucket accumulations (cuda_msm.ACCUMULATE["g1"])."""
     if request.param == "affine" and request.node.originalname in NO_ACCUMULATION:
         pytest.skip("no bucket accumulation in this test")
-    monkeypatch.setattr(cuda_msm, "ACCUMULATE", request.param)
+    monkeypatch.setitem(cuda_msm.ACCUMULATE, "g1", request.param)
     return request.param
 
 
@@ -515,7 +515,7 @@ def test_scalar_range_check_on_device(monkeypatch):
     assert cuda.check_fr_array(cp.asarray(np.stack([rows, rows])), "t", ndims=(2, 3)).shape == (2, len(rows), 4)
 
 
-# --- batch-affine accumulation (ACCUMULATE = "affine"): sizes, windows, K and groups forced ---
+# --- batch-affine accumulation (ACCUMULATE["g1"] = "affine"): sizes, windows, K and groups forced ---
 
 
 def uniform_limbs(rng, n):
@@ -552,8 +552,8 @@ def test_affine_k_and_groups_forced(table, monkeypatch, setting, accumulate):
     K, and many groups of runs (AFFINE_BUDGET of 1 MiB): uniform, all-equal and small digits."""
     if accumulate == "xyzz":
         pytest.skip("affine only")
-    values = {"K=1": dict(AFF_K_MIN=1, AFF_K_MAX=1), "K=256 partial blocks": dict(AFF_K_MIN=256, AFF_MIN_THREADS=1),
-              "K=3": dict(AFF_K_MIN=3, AFF_K_MAX=3), "tiny budget": dict(AFFINE_BUDGET=1 << 20)}[setting]
+    values = {"K=1": dict(AFF_K_MIN=1, AFF_K_MAX={"g1": 1}), "K=256 partial blocks": dict(AFF_K_MIN=256, AFF_MIN_THREADS=1),
+              "K=3": dict(AFF_K_MIN=3, AFF_K_MAX={"g1": 3}), "tiny budget": dict(AFFINE_BUDGET=1 << 20)}[setting]
     for k, v in values.items():
         monkeypatch.setattr(cuda_msm, k, v)
     rng = random.Random(SEED + 1000)

@@ -135,3 +135,29 @@ def test_scratch_bytes_counts_the_larger_bucket_set():
     g1_mixed = 2 * 12 * n * 8 + 2**24 * 192 * 9 // 8 + n * 13
     g2_uniform = 2 * 13 * n * 8 + 13 * 2**19 * 384 * 9 // 8 + n * 13
     assert got >= g1_mixed and got >= g2_uniform and got == max(g1_mixed, g2_uniform)
+
+
+def test_affine_level_bytes_bound_what_the_groups_take(monkeypatch):
+    """affine_level_bytes (the VRAM bound of the affine levels) is never below what aff_groups
+    counts for the same runs, and AFFINE_BUDGET caps it (one group of runs at a time)."""
+    rng = np.random.default_rng(7)
+    for g in (cuda_msm.G1, cuda_msm.G2):
+        point = 2 * int(np.prod(g.elem)) * 8
+        for _ in range(20):
+            lens = rng.integers(1, 200, size=int(rng.integers(1, 500))).astype(np.int64)
+            cost = int((((lens + 1) // 2) * (point + point // 2 + 16) + ((lens + 3) // 4) * point + 64).sum())
+            monkeypatch.setattr(cuda_msm, "AFFINE_BUDGET", 1 << 40)
+            assert cuda_msm.affine_level_bytes(g, int(lens.sum()), len(lens)) >= cost
+            monkeypatch.setattr(cuda_msm, "AFFINE_BUDGET", cost // 2)
+            assert cuda_msm.affine_level_bytes(g, int(lens.sum()), len(lens)) == cost // 2
+
+
+def test_scratch_bytes_counts_g2_affine_levels_beyond_the_freed_sort_input():
+    """G2's default affine accumulation adds its level buffers less the sort input they reuse:
+    at 2^27 the 16 GiB budget and run arrays exceed the 13 x 2^27 x 8 bytes of entries by ~5 GiB,
+    so the bound is G2's, above the XYZZ one; with everything XYZZ it is the old bound."""
+    n = cuda_msm.MIXED_MIN
+    assert cuda_msm.ACCUMULATE["g2"] == "affine"
+    g2_xyzz = 2 * 13 * n * 8 + 13 * 2**19 * 384 * 9 // 8 + n * 13
+    extra = cuda_msm.AFFINE_BUDGET + 16 * n - 13 * n * 8
+    assert cuda_msm.scratch_bytes(n) == g2_xyzz + extra > cuda_msm.scratch_bytes(n, "xyzz")

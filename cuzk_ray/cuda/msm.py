@@ -27,7 +27,8 @@ windows of 256 bits; 8 2^20 + 4 2^21 = 2^24 buckets, keys in 24 bits: the sort's
 is one bucket_reduce; finish's Horner step is 2^(width) of the window below. ``window=`` takes
 an int c, "mixed" or a WindowPlan.
 
-Batch-affine accumulation (``ACCUMULATE = "affine"`` or ``msm(..., accumulate="affine")``), in
+Batch-affine accumulation (``ACCUMULATE[group] = "affine"``, G2's default, or
+``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
 level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
 msm_aff_level, ~6 Fp mul per addition instead of 10), in groups of runs whose level buffers fit
@@ -76,17 +77,19 @@ TABLE_WINDOW = 22  # c of a table of window multiples for >= TABLE_LARGE bases (
 TABLE_WINDOW_SMALL = 20  # below that (13 windows, 2^19 instead of 2^21 buckets to reduce)
 TABLE_LARGE = 1 << 23
 TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain bases, default window
-# The bucket accumulation: "xyzz" (msm_seg_points: mixed XYZZ additions, 10 Fp mul each) or
-# "affine" (batch-affine pair reduction: msm_aff_level, ~6 Fp mul per addition plus one inversion
-# per block); msm(accumulate=) overrides per call. Measured on the H200 (docs/BENCHMARKS.md,
-# "Batch-affine MSM accumulation"): affine is 1.16-1.5x slower for G1 (2^24 uniform 172.9 vs
-# 130.8 ms, 2^27 1008.7 vs 867.7) and, at AFF_K_MAX 1024, faster for G2: with the lazy Fp2 mul
-# (msm_g2.cu FP2_MUL_LAZY 1, tenth session) 2^24 uniform 291.9 vs 377.3 ms, 90 % bits 62.7 vs
-# 70.9. XYZZ stays the default: this one setting serves both groups, and the affine path's level
-# buffers (AFFINE_BUDGET) have not run inside a porep32g partition.
-ACCUMULATE = "xyzz"
+# The bucket accumulation per group (Group.name): "xyzz" (msm_seg_points: mixed XYZZ additions,
+# 10 Fp mul each) or "affine" (batch-affine pair reduction: msm_aff_level, ~6 Fp mul per addition
+# plus one inversion per block); msm(accumulate=) overrides per call. Measured on the H200
+# (docs/BENCHMARKS.md, "Batch-affine MSM accumulation" and "The affine levels' source words"):
+# G1 affine is slower (2^24 uniform 117.1 vs 111.9 ms, 2^27 747.5 vs 724.8, 90 % bits 27.9 vs
+# 24.1: its additions take ~17 % fewer instructions than a mixed XYZZ one, not 40 %), G2 affine
+# at K <= 1024 faster (2^24 uniform 285-289 vs 378 ms, 90 % bits 61.8 vs 70.9).
+ACCUMULATE = {"g1": "xyzz", "g2": "affine"}
 AFF_THREADS = 128  # threads per block of msm_aff_level (= AFF_B in ec/msm_impl.cuh)
-AFF_K_MIN, AFF_K_MAX = 8, 256  # output slots per msm_aff_level thread (one inversion per block of them)
+# Output slots per msm_aff_level thread (one inversion per block of AFF_THREADS K of them), per
+# group: an Fp2 inversion costs more, so G2 takes 4x larger blocks (2^24 uniform 363.8 vs 406.9
+# ms at 256, first session); for G1 K <= 1024 was 5 % slower.
+AFF_K_MIN, AFF_K_MAX = 8, {"g1": 256, "g2": 1024}
 AFF_MIN_THREADS = 1 << 16  # K is lowered (to AFF_K_MIN) to keep about this many threads per level
 AFFINE_BUDGET = 16 << 30  # bytes of level buffers per group of bucket runs (runs beyond it: more groups)
 MAX_WINDOW = 24  # plain-bases windows 2..MAX_WINDOW (key = w 2^(c-1) + |d| - 1 fits 32 bits)
@@ -272,6 +275,21 @@ def plan_of(window) -> WindowPlan:
     raise ValueError(f"window {window!r}: expected an int c, 'mixed' or a WindowPlan")
 
 
+def accumulation(g: Group, accumulate: str | None = None) -> str:
+    """The bucket accumulation an MSM over group g takes: accumulate, else ACCUMULATE[g.name]."""
+    return accumulate or ACCUMULATE[g.name]
+
+
+def affine_level_bytes(g: Group, entries: int, runs: int) -> int:
+    """Upper bound of the affine levels' buffers for `entries` sorted entries in at most `runs`
+    bucket runs: what aff_groups counts for all of them (one slot more per run for the rounding),
+    capped by AFFINE_BUDGET (the groups are done one at a time)."""
+    elem = int(np.prod(g.elem)) * 8
+    point = 2 * elem
+    whole = (entries // 2 + runs) * (point + elem + 16) + (entries // 4 + runs) * point + 64 * runs
+    return min(AFFINE_BUDGET, whole)
+
+
 def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     """Upper bound of the VRAM one MSM of n uniform scalars takes beside its bases (no table),
     the larger of G1's and G2's (default_plan per group): the 64-bit digit entries of every
@@ -279,17 +297,20 @@ def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     classes and index lists, and the XYZZ buckets with the reduction's first chunk sums (2 per
     CHUNK_LEN buckets). At 2^27: G1 takes the mixed plan (12 windows, 2^24 G1 buckets, 3.4 GiB
     with the chunk sums), G2 c = 20 (13 windows, 13 2^19 G2 buckets, 2.7 GiB); with the entries
-    ~30 GiB either way. The affine accumulation adds its level buffers (AFFINE_BUDGET per group
-    of runs, one group at a time; more only where one bucket's run alone is larger) and the run
-    arrays."""
-    extra = AFFINE_BUDGET + 16 * n if (accumulate or ACCUMULATE) == "affine" else 0
+    ~30 GiB either way. The affine accumulation (G2's default) runs after the sort, whose
+    unsorted input (W n 8 bytes) is then free in CuPy's pool: it adds what its level buffers
+    (AFFINE_BUDGET per group of runs, one group at a time; more only where one bucket's run alone
+    is larger) and run arrays take beyond that. accumulate: for both groups (default:
+    ACCUMULATE's)."""
     need = 0
     for g in (G1, G2):
         plan = default_plan(g, n)
         W = len(plan.widths)
         buckets = plan.total_buckets * 4 * int(np.prod(g.elem)) * 8
-        need = max(need, 2 * W * n * 8 + buckets + 2 * buckets // CHUNK_LEN)
-    return need + n * 13 + extra
+        affine = accumulation(g, accumulate) == "affine"
+        extra = max(0, affine_level_bytes(g, W * n, plan.total_buckets) + 16 * n - W * n * 8) if affine else 0
+        need = max(need, 2 * W * n * 8 + buckets + 2 * buckets // CHUNK_LEN + extra)
+    return need + n * 13
 
 
 @dataclass
@@ -472,13 +493,13 @@ def bucket_sums(cp, g: Group, pts, sorted_entries, M: int, total: int, timer=Non
 
 
 # ---------------------------------------------------------------------------------------------
-# Batch-affine accumulation (ACCUMULATE = "affine"). The driver below is written against an
+# Batch-affine accumulation (ACCUMULATE[group] = "affine"). The driver below is written against an
 # array module xp (cupy on the device, numpy in the CPU model) and an `ops` object that runs
 # the kernels (AffineOps here; tests/affine_model.py emulates them in Python ints), so the CPU
 # test runs this exact planning code: runs, groups, per-level offsets, K, ping-pong buffers.
 
 
-def aff_slots_per_thread(slots: int, k_min: int = AFF_K_MIN, k_max: int = AFF_K_MAX,
+def aff_slots_per_thread(slots: int, k_min: int = AFF_K_MIN, k_max: int = AFF_K_MAX["g1"],
                          min_threads: int = AFF_MIN_THREADS) -> int:
     """K, the output slots of one msm_aff_level thread: about slots / min_threads, k_min..k_max."""
     return max(k_min, min(k_max, slots // min_threads))
@@ -504,11 +525,11 @@ def aff_run_of_slot(xp, out_start, slots: int):
 
 def aff_groups(xp, lens, point_bytes: int, elem_bytes: int, budget: int) -> list[tuple[int, int]]:
     """Runs split into consecutive groups [r0, r1) whose level buffers (ceil(len/2) points, as
-    many scratch elements and 8 bytes of slot-to-run map, then ceil(len/4) points, 16 bytes of
-    run arrays per run and level) stay within budget bytes; a run larger than that alone is a
-    group of its own."""
+    many scratch elements, 8 bytes of slot-to-run map (heads, prefix sum) and 8 of source word,
+    then ceil(len/4) points, 16 bytes of run arrays per run and level) stay within budget bytes;
+    a run larger than that alone is a group of its own."""
     L = lens.astype(xp.int64)
-    cost = ((L + 1) // 2) * (point_bytes + elem_bytes + 8) + ((L + 3) // 4) * point_bytes + 64
+    cost = ((L + 1) // 2) * (point_bytes + elem_bytes + 16) + ((L + 3) // 4) * point_bytes + 64
     cum = xp.cumsum(cost)
     R = int(lens.shape[0])
     out, r0, done = [], 0, 0
@@ -574,7 +595,7 @@ class AffineOps:
     def __init__(self, cp, g: Group, pts, buckets, timer=None):
         self.cp, self.g, self.pts, self.bucket_buf, self.timer = cp, g, pts, buckets, timer
         # read at call time, so tests can force K and the block count
-        self.block, self.k_min, self.k_max, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX, AFF_MIN_THREADS
+        self.block, self.k_min, self.k_max, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX[g.name], AFF_MIN_THREADS
         self.elem_bytes = int(np.prod(g.elem)) * 8
         self.point_bytes = 2 * self.elem_bytes
 
@@ -588,16 +609,23 @@ class AffineOps:
         _launch(self.g, "msm_aff_runs", M, (entries, np.uint32(M), start_by_key))
         _mark(self.timer, "aff_runs")
 
+    def alloc_sources(self, n: int):
+        return self.cp.empty(n, dtype=self.cp.uint64)
+
     def level(self, gather: bool, src, sorted_entries, in_start, in_len, out_start, run, slots: int, K: int,
               nblocks: int, scratch, out) -> None:
-        tail = (in_start, in_len, out_start, run, np.uint32(slots), np.uint32(K), scratch, out)
+        """One level: the slots' source words (msm_aff_sources), then the level kernel over them."""
         g = self.g
+        words = self.alloc_sources(slots)
+        runs = (in_start, in_len, out_start, run, np.uint32(slots), words)
         if gather:
-            fn = get_kernel(g.module, g.prefix + "msm_aff_level_gather", g.defines)
-            fn((nblocks,), (self.block,), (self.pts, sorted_entries, *tail))
+            _launch(g, "msm_aff_sources_gather", slots, (sorted_entries, *runs))
         else:
-            fn = get_kernel(g.module, g.prefix + "msm_aff_level", g.defines)
-            fn((nblocks,), (self.block,), (src, *tail))
+            _launch(g, "msm_aff_sources", slots, runs)
+        name = "msm_aff_level_gather" if gather else "msm_aff_level"
+        fn = get_kernel(g.module, g.prefix + name, g.defines)
+        fn((nblocks,), (self.block,), (self.pts if gather else src, words, np.uint32(slots), np.uint32(K), scratch,
+                                       out))
 
     def buckets(self, compact, keys, R: int) -> None:
         _launch(self.g, "msm_aff_buckets", R, (compact, keys, np.uint32(R), self.bucket_buf))
@@ -672,7 +700,7 @@ def window_sums(cp, g: Group, pts, scalars, idx, plan: WindowPlan, timer=None, t
     """[W] XYZZ rows (device), lowest window first: sum over the scalars idx of digit_w(s) * P,
     per window w of the plan. table_n != 0: pts is a table of window multiples of table_n bases
     for this (uniform) plan, and the one row returned (W = 1) is the whole sum. accumulate:
-    "xyzz" | "affine" (default ACCUMULATE)."""
+    "xyzz" | "affine" (default ACCUMULATE[g.name])."""
     m = int(idx.shape[0])
     W = len(plan.widths)
     if table_n and len(plan.groups) != 1:
@@ -690,7 +718,7 @@ def window_sums(cp, g: Group, pts, scalars, idx, plan: WindowPlan, timer=None, t
     _mark(timer, "sort")
     if not M:
         buckets = _xyzz_buffer(cp, g, total, zero=True)
-    elif (accumulate or ACCUMULATE) == "affine":
+    elif accumulation(g, accumulate) == "affine":
         buckets = affine_bucket_sums(cp, g, pts, entries, M, total, timer)
     else:
         buckets = bucket_sums(cp, g, pts, entries, M, total, timer)
@@ -762,7 +790,7 @@ def msm_parts(g: Group, points, scalars, window: int | str | WindowPlan | None =
     (and its c) when True, never when False; None (default): when no window is given and at least
     TABLE_MIN_SCALARS scalars are other than 0 and 1.
     timings: a dict that receives per-phase milliseconds (benchmarks; costs a few events).
-    accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE).
+    accumulate: the bucket accumulation, "xyzz" or "affine" (default: ACCUMULATE[g.name]).
     split: sort out the scalars 0 and 1 first (split_scalars; they cost nothing and one addition);
     False sends every scalar through the windows (as correct: a 0 has no digits, a 1 one), for
     scalars known to be uniform (the H query's), saving the split's ~1.7 ms at 2^27 (4.4 without SPLIT_SCAN)."""

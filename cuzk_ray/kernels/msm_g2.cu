@@ -19,6 +19,12 @@
 #ifndef FP2_MUL_LAZY
 #define FP2_MUL_LAZY 1
 #endif
+// The affine levels without the next slot's x prefetched (ec/msm_impl.cuh AFF_PREFETCH): the two
+// Fp2 x take 24 registers the kernel does not have (255 registers, spill stores 312 bytes with
+// it); H200, G2 2^24 uniform 285.3 ms without, 289.5 with; 90 % bits 62.2 / 61.8 (eleventh session).
+#ifndef AFF_PREFETCH
+#define AFF_PREFETCH 0
+#endif
 #include "ec/msm_impl.cuh"
 
 DEFINE_MSM_KERNELS(fp2_t, g2_)

@@ -450,10 +450,12 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
 // into a compact array in which the runs keep their order; the next levels repeat that over the
 // compact array until every run has one point, which msm_aff_buckets adds into its bucket.
 // Per run and level: out_len = ceil(len / 2), out_start = exclusive prefix sum of out_len (host,
-// CuPy), so output slot j of run r reads inputs in_start[r] + 2 (j - out_start[r]) and the next.
+// CuPy), so output slot j of run r reads inputs in_start[r] + 2 (j - out_start[r]) and the next;
+// msm_aff_sources turns that into one 8-byte source word per slot before the level runs.
 // The additions of one level are independent, so they are done in affine coordinates with the
 // denominators inverted together (Montgomery's trick):
-//   pass 1: thread t owns K slots (strided by the block size, see msm_aff_level_impl); per slot the denominator d
+//   pass 1: thread t owns K slots (strided by the block size, see msm_aff_level_impl); per slot
+//           the denominator d
 //           (x2 - x1; 2 y1 for equal points; none for infinity operands, P + (-P) and
 //           pass-through slots, whose results are set directly) and the product of the thread's
 //           earlier denominators, stored in scratch (element k nthr + t: coalesced). 1 M.
@@ -467,8 +469,9 @@ __device__ __forceinline__ void xyzz_sum_rows_impl(const u32* in, u32 rows, u32 
 // issue slots of ~570 warp-wide products per AFF_B K additions (K = 256, AFF_B = 128: ~0.6 Fp mul
 // per addition). Bytes per addition (G1): pass 1 reads x1, x2 (2 x 48; y only when the x are
 // equal or zero) and writes the prefix (48); pass 2 reads the prefix and both points (48 + 192)
-// and writes the sum (96): ~480 B, so 2^28 additions (G1 2^24, 16 windows) move ~130 GB, ~30 ms
-// at the H200's ~4.5 TB/s, under the ~65 ms of their 1.6 G Fp mul at 24 G mul/s if it overlaps.
+// and writes the sum (96); msm_aff_sources and both passes move ~40 bytes of source word and
+// run arrays: ~520 B, so 2^28 additions (G1 2^24, 16 windows) move ~140 GB, ~31 ms at the H200's
+// ~4.5 TB/s, under the ~65 ms of their 1.6 G Fp mul at 24 G mul/s if it overlaps.
 // Level 0 gathers the points at random (3 sectors per 96-byte point); later levels read
 // contiguous pairs.
 // Infinity is (0, 0) everywhere (bases, compact arrays). Neither curve has points of order 2,
@@ -488,22 +491,28 @@ __device__ __forceinline__ bool elem_eq(const F& a, const F& b) { return (a - b)
 template <class F>
 __device__ __forceinline__ bool affine_is_inf(const affine_t<F>& p) { return p.x.is_zero() && p.y.is_zero(); }
 
-// Input e of a level: GATHER, entry e of the sorted digit entries (its base point, negated for a
-// negative digit); otherwise point e of the previous level's compact array.
+// AFF_PREFETCH: which loads of the next slot a level thread issues before the current slot's
+// arithmetic (0: none; 1: pass 1's x1, x2; 2: also pass 2's two points, 2 x 2 elements more in
+// registers). Either way each slot's operands come from one 8-byte source word (msm_aff_sources),
+// so a slot's loads are one coalesced read and two gathers, not a walk through the run arrays.
+#ifndef AFF_PREFETCH
+#define AFF_PREFETCH 1
+#endif
+#define AFF_PASS 0xffffffffu  // source word's second half: a pass-through slot (one operand)
+
+// Operand v of a level (a half of a source word): GATHER, a sorted digit entry's value (point
+// index | sign << 31: the base point, negated for a negative digit); otherwise the position of a
+// point in the previous level's compact array.
 template <class F, bool GATHER>
-__device__ __forceinline__ u64 aff_src_index(const u64* sorted, u64 e) {
-    return GATHER ? (u64)((u32)sorted[e] & 0x7fffffffu) : e;
+__device__ __forceinline__ F aff_src_x(const u32* pts, u32 v) {
+    return load_elem<F>(pts, 2 * (u64)(GATHER ? v & 0x7fffffffu : v));
 }
 
 template <class F, bool GATHER>
-__device__ __forceinline__ affine_t<F> aff_src_point(const u32* pts, const u64* sorted, u64 e) {
-    if (GATHER) {
-        const u32 v = (u32)sorted[e];
-        affine_t<F> p = load_affine<F>(pts, v & 0x7fffffffu);
-        if ((v >> 31) && !affine_is_inf(p)) p.y = -p.y;
-        return p;
-    }
-    return load_affine<F>(pts, e);
+__device__ __forceinline__ affine_t<F> aff_src_point(const u32* pts, u32 v) {
+    affine_t<F> p = load_affine<F>(pts, GATHER ? v & 0x7fffffffu : v);
+    if (GATHER && (v >> 31) && !affine_is_inf(p)) p.y = -p.y;
+    return p;
 }
 
 // The kind of slot (p1, p2) and, for AFF_ADD / AFF_DBL, its denominator d.
@@ -522,40 +531,80 @@ __device__ __forceinline__ int aff_kind(const affine_t<F>& p1, const affine_t<F>
     return AFF_INF;  // P + (-P)
 }
 
-// One level over the runs of a group (in_start, in_len: input positions; out_start: output
-// positions; run[j]: the run of output slot j, from a prefix sum of run heads on the host) with
-// `slots` outputs in all. Launch: ceil(slots / (K AFF_B)) blocks of AFF_B threads (all threads
-// reach the barriers; slots past the end do nothing). Block b owns slots b K AFF_B ..
-// (b + 1) K AFF_B - 1, thread tid the slots b K AFF_B + k AFF_B + tid (k < K): the lanes of a
-// warp take consecutive slots, so their pairs, the run arrays, scratch and output are read and
-// written coalesced. H200, G1 2^24 uniform: levels 144 ms either way (K consecutive slots per
-// thread: 146 ms), 1.3x the XYZZ accumulation: not the access pattern (docs/BENCHMARKS.md,
-// "Batch-affine MSM accumulation"). scratch: [K nthr] F; out: [slots] affine.
+// Source words of one level, one thread per output slot j (in_start, in_len: the runs' input
+// positions; out_start: their output positions; run[j]: the run of slot j, a prefix sum of run
+// heads on the host): src[j] = (second operand << 32) | first operand, the operands inputs
+// a = in_start[r] + 2 q and a + 1 (q = j - out_start[r]), the second AFF_PASS when a is a run's
+// odd last point. GATHER (level 0): the operands are the sorted entries' values, so the level
+// kernel gathers the base points directly. A light kernel at full occupancy, so its dependent
+// loads (run -> run arrays -> entries) overlap across many warps; it moves ~40 bytes per slot.
+template <bool GATHER>
+__device__ __forceinline__ void msm_aff_sources_impl(const u64* sorted, const u32* in_start, const u32* in_len,
+                                                     const u32* out_start, const u32* run, u32 slots, u64* src) {
+    const u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= slots) return;
+    const u32 r = run[j];
+    const u32 q = j - out_start[r];
+    const u32 a = in_start[r] + 2 * q;
+    const bool pass = 2 * q + 1 >= in_len[r];
+    const u32 v1 = GATHER ? (u32)sorted[a] : a;
+    const u32 v2 = pass ? AFF_PASS : GATHER ? (u32)sorted[a + 1] : a + 1;
+    src[j] = ((u64)v2 << 32) | v1;
+}
+
+// One level over `slots` output slots (src: their source words, msm_aff_sources). Launch:
+// ceil(slots / (K AFF_B)) blocks of AFF_B threads (all threads reach the barriers; slots past
+// the end do nothing). Block b owns slots b K AFF_B .. (b + 1) K AFF_B - 1, thread tid the slots
+// b K AFF_B + k AFF_B + tid (k < K): the lanes of a warp take consecutive slots, so the source
+// words, scratch and output are read and written coalesced. H200, G1 2^24 uniform, before the
+// source words (each slot walked run[j] -> out_start, in_len, in_start -> entries -> points, four
+// dependent loads, twice): levels 121.6 ms at 4 blocks per SM, 64 % SM throughput, 12.3 cycles
+// between a warp's issues (ncu; docs/BENCHMARKS.md, fourth session). scratch: [K nthr] F;
+// out: [slots] affine.
 template <class F, bool GATHER>
-__device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* sorted, const u32* in_start,
-                                                   const u32* in_len, const u32* out_start, const u32* run,
-                                                   u32 slots, u32 K, u32* scratch, u32* out) {
+__device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* src, u32 slots, u32 K, u32* scratch,
+                                                   u32* out) {
     __shared__ F tree[2 * AFF_B];
     const u32 tid = threadIdx.x;
     const u32 t = blockIdx.x * AFF_B + tid;
     const u64 nthr = (u64)gridDim.x * AFF_B;
     const u64 base = (u64)blockIdx.x * K * AFF_B + tid;
+    // pass 1: the denominators' running product, the prefix before each slot into scratch
     F acc = F::one();
+    u64 s_next = base < slots ? src[base] : ((u64)AFF_PASS << 32);
+    F x1n, x2n;
+    if (AFF_PREFETCH && (u32)(s_next >> 32) != AFF_PASS) {
+        x1n = aff_src_x<F, GATHER>(pts, (u32)s_next);
+        x2n = aff_src_x<F, GATHER>(pts, (u32)(s_next >> 32));
+    }
     for (u32 k = 0; k < K; k++) {
         const u64 j = base + (u64)k * AFF_B;
         if (j >= slots) break;
-        const u32 r = run[j];
-        const u32 q = (u32)j - out_start[r];
-        if (2 * q + 1 >= in_len[r]) continue;  // pass-through
-        const u64 a = (u64)in_start[r] + 2 * q;
-        const F x1 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a));
-        const F x2 = load_elem<F>(pts, 2 * aff_src_index<F, GATHER>(sorted, a + 1));
+        const u64 s = s_next;
+        const u32 v1 = (u32)s, v2 = (u32)(s >> 32);
+        F x1, x2;
+        if (AFF_PREFETCH) {
+            x1 = x1n;
+            x2 = x2n;
+        }
+        const u64 jn = j + AFF_B;
+        if (k + 1 < K && jn < slots) {
+            s_next = src[jn];
+            if (AFF_PREFETCH && (u32)(s_next >> 32) != AFF_PASS) {
+                x1n = aff_src_x<F, GATHER>(pts, (u32)s_next);
+                x2n = aff_src_x<F, GATHER>(pts, (u32)(s_next >> 32));
+            }
+        }
+        if (v2 == AFF_PASS) continue;  // pass-through
+        if (!AFF_PREFETCH) {
+            x1 = aff_src_x<F, GATHER>(pts, v1);
+            x2 = aff_src_x<F, GATHER>(pts, v2);
+        }
         F d;
         if (!elem_eq(x1, x2) && !x1.is_zero() && !x2.is_zero()) {
             d = x2 - x1;  // the common case, decided from the x alone
         } else {
-            const int kind = aff_kind(aff_src_point<F, GATHER>(pts, sorted, a),
-                                      aff_src_point<F, GATHER>(pts, sorted, a + 1), d);
+            const int kind = aff_kind(aff_src_point<F, GATHER>(pts, v1), aff_src_point<F, GATHER>(pts, v2), d);
             if (kind != AFF_ADD && kind != AFF_DBL) continue;
         }
         store_elem<F>(scratch, (u64)k * nthr + t, acc);
@@ -580,18 +629,39 @@ __device__ __forceinline__ void msm_aff_level_impl(const u32* pts, const u64* so
         __syncthreads();
     }
     F inv = tree[AFF_B + tid];
-    for (u32 k = K; k-- > 0;) {
+    // pass 2, the slots in reverse: 1 / d from the running inverse and the prefix, then the sum
+    const u32 k_top = base >= slots ? 0 : (u32)min((u64)K, (slots - base + AFF_B - 1) / AFF_B);
+    if (k_top == 0) return;
+    u64 s_prev = src[base + (u64)(k_top - 1) * AFF_B];
+    affine_t<F> p1n, p2n;
+    if (AFF_PREFETCH >= 2) {
+        p1n = aff_src_point<F, GATHER>(pts, (u32)s_prev);
+        if ((u32)(s_prev >> 32) != AFF_PASS) p2n = aff_src_point<F, GATHER>(pts, (u32)(s_prev >> 32));
+    }
+    for (u32 k = k_top; k-- > 0;) {
         const u64 j = base + (u64)k * AFF_B;
-        if (j >= slots) continue;
-        const u32 r = run[j];
-        const u32 q = (u32)j - out_start[r];
-        const u64 a = (u64)in_start[r] + 2 * q;
-        const affine_t<F> p1 = aff_src_point<F, GATHER>(pts, sorted, a);
+        const u64 s = s_prev;
+        const u32 v1 = (u32)s, v2 = (u32)(s >> 32);
+        affine_t<F> p1, p2;
+        if (AFF_PREFETCH >= 2) {
+            p1 = p1n;
+            p2 = p2n;
+        }
+        if (k > 0) {
+            s_prev = src[j - AFF_B];
+            if (AFF_PREFETCH >= 2) {
+                p1n = aff_src_point<F, GATHER>(pts, (u32)s_prev);
+                if ((u32)(s_prev >> 32) != AFF_PASS) p2n = aff_src_point<F, GATHER>(pts, (u32)(s_prev >> 32));
+            }
+        }
+        if (AFF_PREFETCH < 2) {
+            p1 = aff_src_point<F, GATHER>(pts, v1);
+            if (v2 != AFF_PASS) p2 = aff_src_point<F, GATHER>(pts, v2);
+        }
         affine_t<F> res;
-        if (2 * q + 1 >= in_len[r]) {
+        if (v2 == AFF_PASS) {
             res = p1;
         } else {
-            const affine_t<F> p2 = aff_src_point<F, GATHER>(pts, sorted, a + 1);
             F d;
             const int kind = aff_kind(p1, p2, d);
             if (kind == AFF_ADD || kind == AFF_DBL) {
@@ -686,16 +756,21 @@ __device__ __forceinline__ void msm_aff_buckets_impl(const u32* pts, const u32* 
     extern "C" __global__ void prefix##xyzz_sum_rows(const u32* in, u32 rows, u32 m, u32 per, u32* out) {     \
         xyzz_sum_rows_impl<F>(in, rows, m, per, out);                                                       \
     } \
+    extern "C" __global__ void prefix##msm_aff_sources_gather(const u64* sorted, const u32* in_start,            \
+        const u32* in_len, const u32* out_start, const u32* run, u32 slots, u64* src) {                     \
+        msm_aff_sources_impl<true>(sorted, in_start, in_len, out_start, run, slots, src);                   \
+    }                                                                                                       \
+    extern "C" __global__ void prefix##msm_aff_sources(const u32* in_start, const u32* in_len,                 \
+        const u32* out_start, const u32* run, u32 slots, u64* src) {                                        \
+        msm_aff_sources_impl<false>(nullptr, in_start, in_len, out_start, run, slots, src);                 \
+    }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level_gather(                 \
-        const u32* pts, const u64* sorted, const u32* in_start, const u32* in_len, const u32* out_start,    \
-        const u32* run, u32 slots, u32 K, u32* scratch, u32* out) {                                         \
-        msm_aff_level_impl<F, true>(pts, sorted, in_start, in_len, out_start, run, slots, K, scratch, out); \
+        const u32* pts, const u64* src, u32 slots, u32 K, u32* scratch, u32* out) {                         \
+        msm_aff_level_impl<F, true>(pts, src, slots, K, scratch, out);                                      \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AFF_B, AFF_MINB) prefix##msm_aff_level(                        \
-        const u32* pts, const u32* in_start, const u32* in_len, const u32* out_start, const u32* run,       \
-        u32 slots, u32 K, u32* scratch, u32* out) {                                                         \
-        msm_aff_level_impl<F, false>(pts, nullptr, in_start, in_len, out_start, run, slots, K, scratch,     \
-                                     out);                                                                  \
+        const u32* pts, const u64* src, u32 slots, u32 K, u32* scratch, u32* out) {                         \
+        msm_aff_level_impl<F, false>(pts, src, slots, K, scratch, out);                                     \
     }                                                                                                       \
     extern "C" __global__ void prefix##msm_aff_runs(const u64* sorted, u32 len, u32* start_by_key) {          \
         msm_aff_runs_impl(sorted, len, start_by_key);                                                       \
