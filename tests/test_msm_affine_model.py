@@ -216,9 +216,8 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
             elif self.name.startswith("msm_aff_sources"):
                 slots = int(a["slots"])
                 assert grid[0] * block[0] >= slots and len(a["src"]) == slots
-                a["src"][:] = model.sources(self.name.endswith("_gather"), a.get("sorted"),
-                                            *([int(v) for v in a[k]] for k in ("in_start", "in_len", "out_start", "run")),
-                                            slots)
+                runs = ([int(v) for v in a[k]] for k in ("in_start", "in_len", "out_start", "run"))
+                a["src"][:] = model.sources(self.name.endswith("_gather"), a.get("sorted"), *runs, slots)
                 words[0] = a["src"]
             elif self.name.startswith("msm_aff_level"):
                 assert block == (cuda_msm.AFF_THREADS,)

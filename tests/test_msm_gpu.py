@@ -552,7 +552,8 @@ def test_affine_k_and_groups_forced(table, monkeypatch, setting, accumulate):
     K, and many groups of runs (AFFINE_BUDGET of 1 MiB): uniform, all-equal and small digits."""
     if accumulate == "xyzz":
         pytest.skip("affine only")
-    values = {"K=1": dict(AFF_K_MIN=1, AFF_K_MAX={"g1": 1}), "K=256 partial blocks": dict(AFF_K_MIN=256, AFF_MIN_THREADS=1),
+    values = {"K=1": dict(AFF_K_MIN=1, AFF_K_MAX={"g1": 1}),
+              "K=256 partial blocks": dict(AFF_K_MIN=256, AFF_MIN_THREADS=1),
               "K=3": dict(AFF_K_MIN=3, AFF_K_MAX={"g1": 3}), "tiny budget": dict(AFFINE_BUDGET=1 << 20)}[setting]
     for k, v in values.items():
         monkeypatch.setattr(cuda_msm, k, v)

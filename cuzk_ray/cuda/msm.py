@@ -595,7 +595,8 @@ class AffineOps:
     def __init__(self, cp, g: Group, pts, buckets, timer=None):
         self.cp, self.g, self.pts, self.bucket_buf, self.timer = cp, g, pts, buckets, timer
         # read at call time, so tests can force K and the block count
-        self.block, self.k_min, self.k_max, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_K_MAX[g.name], AFF_MIN_THREADS
+        self.block, self.k_min, self.min_threads = AFF_THREADS, AFF_K_MIN, AFF_MIN_THREADS
+        self.k_max = AFF_K_MAX[g.name]
         self.elem_bytes = int(np.prod(g.elem)) * 8
         self.point_bytes = 2 * self.elem_bytes
 
