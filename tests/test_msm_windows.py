@@ -152,12 +152,12 @@ def test_affine_level_bytes_bound_what_the_groups_take(monkeypatch):
             assert cuda_msm.affine_level_bytes(g, int(lens.sum()), len(lens)) == cost // 2
 
 
-def test_scratch_bytes_counts_g2_affine_levels_beyond_the_freed_sort_input():
-    """G2's default affine accumulation adds its level buffers less the sort input they reuse:
+def test_scratch_bytes_counts_g2_affine_levels_beyond_the_freed_sort_input(monkeypatch):
+    """G2's affine accumulation (set per group) adds its level buffers less the sort input they reuse:
     at 2^27 the 16 GiB budget and run arrays exceed the 13 x 2^27 x 8 bytes of entries by ~5 GiB,
     so the bound is G2's, above the XYZZ one; with everything XYZZ it is the old bound."""
     n = cuda_msm.MIXED_MIN
-    assert cuda_msm.ACCUMULATE["g2"] == "affine"
+    monkeypatch.setitem(cuda_msm.ACCUMULATE, "g2", "affine")
     g2_xyzz = 2 * 13 * n * 8 + 13 * 2**19 * 384 * 9 // 8 + n * 13
     extra = cuda_msm.AFFINE_BUDGET + 16 * n - 13 * n * 8
     assert cuda_msm.scratch_bytes(n) == g2_xyzz + extra > cuda_msm.scratch_bytes(n, "xyzz")

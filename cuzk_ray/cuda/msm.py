@@ -83,8 +83,10 @@ TABLE_MIN_SCALARS = 1 << 16  # fewer Pippenger scalars than this: the plain base
 # (docs/BENCHMARKS.md, "Batch-affine MSM accumulation" and "The affine levels' source words"):
 # G1 affine is slower (2^24 uniform 117.1 vs 111.9 ms, 2^27 747.5 vs 724.8, 90 % bits 27.9 vs
 # 24.1: its additions take ~17 % fewer instructions than a mixed XYZZ one, not 40 %), G2 affine
-# at K <= 1024 faster (2^24 uniform 285-289 vs 378 ms, 90 % bits 61.8 vs 70.9).
-ACCUMULATE = {"g1": "xyzz", "g2": "affine"}
+# at K <= 1024 faster (2^24 uniform 285-289 vs 378 ms, 90 % bits 61.8 vs 70.9) but slower inside
+# porep32g (msm_b_g2 0.062 vs 0.052 s per 2^27 partition, call 00:22): its few non-bit scalars
+# make short levels whose launches dominate. So XYZZ for both by default.
+ACCUMULATE = {"g1": "xyzz", "g2": "xyzz"}
 AFF_THREADS = 128  # threads per block of msm_aff_level (= AFF_B in ec/msm_impl.cuh)
 # Output slots per msm_aff_level thread (one inversion per block of AFF_THREADS K of them), per
 # group: an Fp2 inversion costs more, so G2 takes 4x larger blocks (2^24 uniform 363.8 vs 406.9
