@@ -27,7 +27,7 @@ windows of 256 bits; 8 2^20 + 4 2^21 = 2^24 buckets, keys in 24 bits: the sort's
 is one bucket_reduce; finish's Horner step is 2^(width) of the window below. ``window=`` takes
 an int c, "mixed" or a WindowPlan.
 
-Batch-affine accumulation (``ACCUMULATE[group] = "affine"``, G2's default, or
+Batch-affine accumulation (``ACCUMULATE[group] = "affine"`` or
 ``msm(..., accumulate="affine")``), in
 place of the segmented XYZZ one: the sorted entries' bucket runs are reduced pairwise, level by
 level, in affine coordinates with one inversion per block of additions (Montgomery's trick;
@@ -299,7 +299,7 @@ def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     classes and index lists, and the XYZZ buckets with the reduction's first chunk sums (2 per
     CHUNK_LEN buckets). At 2^27: G1 takes the mixed plan (12 windows, 2^24 G1 buckets, 3.4 GiB
     with the chunk sums), G2 c = 20 (13 windows, 13 2^19 G2 buckets, 2.7 GiB); with the entries
-    ~30 GiB either way. The affine accumulation (G2's default) runs after the sort, whose
+    ~30 GiB either way. The affine accumulation runs after the sort, whose
     unsorted input (W n 8 bytes) is then free in CuPy's pool: it adds what its level buffers
     (AFFINE_BUDGET per group of runs, one group at a time; more only where one bucket's run alone
     is larger) and run arrays take beyond that. accumulate: for both groups (default:
