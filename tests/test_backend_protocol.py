@@ -11,7 +11,7 @@ from cuzk_ray.backends.base import Backend, DeviceTime
 from cuzk_ray.backends.cpu import CpuBackend
 from cuzk_ray.field import FrVector, fr_to_limbs
 
-METHODS = ("warm_up", "load_key", "load_cs", "stage", "account", "compute_h", "compute_h_from_witness",
+METHODS = ("warm_up", "load_key", "load_cs", "unload", "stage", "account", "compute_h", "compute_h_from_witness",
            "gather", "msm_g1", "msm_g2", "submit")
 
 

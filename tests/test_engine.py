@@ -280,11 +280,11 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     save_bundle(tmp_path / "bundle", pk, cs)
     mapped_pk, mapped_cs = load_bundle(tmp_path / "bundle")
     engine = ProvingEngine(mapped_pk, mapped_cs, CIRCUIT, backend="cpu", pw=2, provers=1)
-    assert isinstance(engine.executor.key_refs[0], BundleKey)
+    assert isinstance(engine.executor.keys[engine.key.key_id].source, BundleKey)
     batch = engine.run(1, seed=9)
     engine.shutdown()
     assert not batch.failed and all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     in_memory = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, provers=1)
-    assert isinstance(in_memory.executor.key_refs[0], StoreKey)  # refs inside a value, not constructor args
-    assert isinstance(in_memory.executor.key_refs[0].pk, ray.ObjectRef)
+    assert isinstance(in_memory.executor.keys[in_memory.key.key_id].source, StoreKey)  # refs inside a value, not constructor args
+    assert isinstance(in_memory.executor.keys[in_memory.key.key_id].source.pk, ray.ObjectRef)
     in_memory.shutdown()

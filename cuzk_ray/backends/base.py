@@ -43,6 +43,9 @@ class Backend(Protocol):
     def load_cs(self, cs: ConstraintSystem) -> Any:
         """The constraint matrices resident (VRAM on the cuda backend)."""
 
+    def unload(self, pk: ProvingKey, cs: ConstraintSystem | None) -> None:
+        """Drop what load_key / load_cs made resident for this key (a prover pool evicting it)."""
+
     def stage(self, witness: Witness) -> FrVector:
         """The witness as an FrVector where the kernels read it, from either form: a CompactWitness
         (what synthesis makes; cpu: expanded on the host; cuda: its bitmaps and values uploaded and

@@ -114,6 +114,12 @@ class CpuBackend:
         """The constraint system as is (the CPU evaluates it where it lies; the cuda backend uploads it)."""
         return cs
 
+    def unload(self, pk: ProvingKey, cs=None) -> None:
+        """Forget the key's resident bases (cs: nothing is held for it here)."""
+        key = self._keys.get(id(pk))
+        if key is not None and key.pk is pk:
+            del self._keys[id(pk)]
+
     def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
         """h (an FrVector of standard-form ``uint64[n, 4]``, reduced by construction) from the
         witness: a, b, c on the CPU (stage "abc"), then compute_h (stage "h")."""

@@ -198,6 +198,20 @@ class CudaBackend:
                 release_mapped_pages(arr)
         return dcs
 
+    def unload(self, pk: ProvingKey, cs=None) -> None:
+        """Free the key's VRAM (its queries, tables, density indices) and the matrices of ``cs``:
+        the device memory goes back to the driver, so another key can take it."""
+        with self._gpu_lock:  # not while one of its partitions runs kernels
+            key = self._keys.get(id(pk))
+            if key is not None and key.pk is pk:
+                del self._keys[id(pk)]
+            dcs = self._systems.get(id(cs)) if cs is not None else None
+            if dcs is not None and dcs.cs is cs:
+                del self._systems[id(cs)]
+            del key, dcs
+            self.cp.cuda.get_current_stream().synchronize()
+            self.cp.get_default_memory_pool().free_all_blocks()
+
     def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
         """h as an FrVector on the device (``uint64[n, 4]``, standard form) from the witness (an
         FrVector, or standard-form limbs, numpy or cupy: a cupy witness is used in place). a, b, c

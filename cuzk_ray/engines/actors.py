@@ -1,4 +1,4 @@
-"""Thin Ray actor wrappers around engines.worker.PartitionProver (created with ``ray.remote(...)``
+"""Thin Ray actor wrappers around engines.worker.ProverWorker (created with ``ray.remote(...)``
 at the call site, so this module does not import Ray at load time)."""
 
 from __future__ import annotations
@@ -7,73 +7,100 @@ import os
 import time
 
 from ..partition import from_record_batch
-from .types import BundleKey, PartitionOutcome, StoreKey
-from .worker import PartitionProver
+from .types import BundleKey, KeyRef, PartitionOutcome, StoreKey
+from .worker import ProverWorker
 
 
 class ProverActor:
-    """Lifecycle: construct (nothing loaded) -> ready(key) (backend, key and matrices resident,
-    kernels warm) -> prove(batch, key).
+    """One prover of the pool: a backend and the keys resident in it (engines.worker.ProverWorker).
+    Lifecycle: construct (nothing loaded) -> ready(keys) (where it runs; keys resident, kernels
+    warm) -> prove(batch, key, evict) for partitions of any key, each key loaded on first use.
 
-    The key reaches the actor through its methods, not its constructor: Ray reports constructor
+    Keys reach the actor through its methods, never its constructor: Ray reports constructor
     arguments that live in the object store (or hold ObjectRefs) with max_restarts > 0 as an
-    error-level line on every run. A restarted actor has no key until the next prove() hands it
-    one again (the executor passes the key's small source with every call: a BundleKey path or
-    a StoreKey of refs it holds), so a restart still works."""
+    error-level line on every run. A restarted actor holds no key until a call hands it one again
+    (the executor passes the key's small KeyRef with every call), so a restart still works.
+
+    Device memory: a key that does not fit beside the others (MemoryError from the backend) is
+    retried after evicting this actor's least recently used key that no partition is using."""
 
     def __init__(self, backend: str, threads: int = 2):
         import threading
 
         self.backend_arg, self.threads = backend, threads
-        self.worker: PartitionProver | None = None
+        self.worker: ProverWorker | None = None
         self.backend_name = backend
-        self.load_seconds: dict = {}
-        self._lock = threading.Lock()  # GPU actors are threaded: load the key once
+        self.load_seconds: dict = {}  # the last key loaded: map, key, matrices, warm_up, total
+        self.in_use: dict[str, int] = {}  # key id -> partitions proving with it now (never evicted then)
+        self._lock = threading.Lock()  # GPU actors are threaded: one load or eviction at a time
+        self._use_lock = threading.Lock()  # in_use (held briefly: a load does not hold up other keys' partitions)
 
-    def _load(self, key) -> None:
+    def _load(self, key: KeyRef | None) -> None:
         """Make the key resident (once): map a bundle, or fetch the key and matrices from the store."""
+        if key is None:
+            raise RuntimeError("this prover has no key (restarted, and no key came with the call)")
+        if self.worker is not None and key.key_id in self.worker.keys:
+            return
         with self._lock:
-            if self.worker is not None:
+            if self.worker is None:
+                self.worker = ProverWorker(self.backend_arg, threads=self.threads)
+                self.backend_name = self.worker.backend.name
+            if key.key_id in self.worker.keys:
                 return
-            if key is None:
-                raise RuntimeError("this prover has no key (restarted, and no key came with the call)")
             t0 = time.perf_counter()
-            if isinstance(key, BundleKey):  # memory-mapped from the node's disk (shared page cache)
-                from ..formats.native import load_bundle
-
-                pk, cs = load_bundle(key.path, verify_hashes=False)
-            elif isinstance(key, StoreKey):  # in the object store, by reference
-                import ray
-
-                pk, cs = ray.get([key.pk, key.cs])
-            else:
-                raise TypeError(f"key source {type(key).__name__}: expected BundleKey or StoreKey")
+            pk, cs = fetch_key(key.source)
             mapped = time.perf_counter() - t0
-            worker = PartitionProver(self.backend_arg, pk, cs, threads=self.threads)
-            self.backend_name = worker.backend.name
-            self.load_seconds = {"map": round(mapped, 3), **worker.load_seconds,
-                                 "total": round(time.perf_counter() - t0, 3)}
-            self.worker = worker
+            while True:
+                try:
+                    seconds = self.worker.load(key.key_id, pk, cs)
+                    break
+                except MemoryError as e:  # the device is full: the least recently used idle key goes
+                    with self._use_lock:
+                        idle = [k for k in self.worker.keys if not self.in_use.get(k)]
+                    if not idle:
+                        raise MemoryError(f"key {key.key_id}: {e} (no idle key left to evict on this prover)") \
+                            from None
+                    self.worker.evict(idle[0])
+            self.load_seconds = {"map": round(mapped, 3), **seconds, "total": round(time.perf_counter() - t0, 3)}
 
-    def ready(self, key=None) -> dict:
-        """Load the key (when given and not yet loaded); where this prover runs (prover_info)."""
+    def evict(self, key_ids: list[str]) -> list[str]:
+        """Free these keys (the pool evicting them); the ids of those that were resident."""
+        with self._lock:
+            if self.worker is None:
+                return []
+            with self._use_lock:
+                idle = [k for k in key_ids if not self.in_use.get(k)]
+            return [k for k in idle if self.worker.evict(k)]
+
+    def ready(self, keys: list[KeyRef] | None = None) -> dict:
+        """Load the keys (those not yet resident); where this prover runs and what it holds."""
         import ray
 
-        if key is not None:
+        for key in keys or ():
             self._load(key)
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                 "backend": self.backend_name, "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
-                "load_seconds": self.load_seconds}
+                "load_seconds": self.load_seconds, "keys": list(self.worker.keys) if self.worker else [],
+                **device_memory(self.worker)}
 
-    def prove(self, batch, key=None, r: int | None = None, s: int | None = None) -> PartitionOutcome:
-        """Prove the partition in an Arrow batch made by the synthesis task (``key``: the key's
-        source, loaded first if this actor was restarted since ready())."""
+    def prove(self, batch, key: KeyRef, evict: tuple[str, ...] = (), r: int | None = None,
+              s: int | None = None) -> PartitionOutcome:
+        """Prove the partition in an Arrow batch made by the synthesis task with ``key`` (loaded
+        first when not resident; ``evict``: keys the pool drops from this prover first)."""
         import ray
 
-        self._load(key)
-        t0 = time.perf_counter()
-        part = from_record_batch(batch)
-        out = self.worker.prove(part, r, s)
+        if evict:
+            self.evict(list(evict))
+        with self._use_lock:  # before the load: an eviction on another thread leaves it alone from here
+            self.in_use[key.key_id] = self.in_use.get(key.key_id, 0) + 1
+        try:
+            self._load(key)
+            t0 = time.perf_counter()
+            part = from_record_batch(batch)
+            out = self.worker.prove(key.key_id, part, r, s)
+        finally:
+            with self._use_lock:
+                self.in_use[key.key_id] -= 1
         out.prover_node = ray.get_runtime_context().get_node_id()
         out.prover_pid = os.getpid()
         out.synthesis_node = part.extra.get("synthesis_node")
@@ -89,6 +116,29 @@ class ProverActor:
 
             prover_metrics()["gpu_busy"].inc(out.times["gpu"], tags={"backend": self.backend_name})
         return out
+
+
+def fetch_key(source):
+    """(pk, cs) from a key's source: a bundle memory-mapped from the node's disk (shared page
+    cache), or the key and matrices fetched from the object store by reference."""
+    if isinstance(source, BundleKey):
+        from ..formats.native import load_bundle
+
+        return load_bundle(source.path, verify_hashes=False)
+    if isinstance(source, StoreKey):
+        import ray
+
+        return tuple(ray.get([source.pk, source.cs]))
+    raise TypeError(f"key source {type(source).__name__}: expected BundleKey or StoreKey")
+
+
+def device_memory(worker: ProverWorker | None) -> dict:
+    """{"vram_used": bytes in use on the prover's device (all processes), "vram_total": bytes}, or
+    {} without a device (the CPU backend)."""
+    if worker is None or worker.backend.name != "cuda":
+        return {}
+    free, total = worker.backend.cp.cuda.runtime.memGetInfo()
+    return {"vram_used": int(total - free), "vram_total": int(total)}
 
 
 class CpuProver(ProverActor):

@@ -14,30 +14,56 @@ from .admission import HostBudget, bounded_pw, check_budget, expected_pw, object
 from .memory import MemoryWatch, measurable
 from .scheduler import Progress, Scheduler
 from .settings import EngineSettings
-from .types import BatchResult
+from .types import BatchResult, KeyContext
 
 
 class Engine:
-    """Proves proofs of ``circuit`` with key ``pk`` as ``settings`` say (engine=ray|local)."""
+    """Proves proofs as ``settings`` say (engine=ray|local): a prover pool (the executor) and the
+    one scheduler. Made with a key (``pk``, ``cs``, ``circuit``: the batch job's, the scheduler's
+    default), or without one and keys added and removed as they come (the service)."""
 
-    def __init__(self, settings: EngineSettings, pk, cs, circuit, budget: HostBudget | None = None):
-        """``budget``: the host budget to reserve partitions from (the service shares one between
-        the engines of its resident keys); default a fresh one of ``settings.host_budget``."""
+    DEFAULT_KEY = "key"
+
+    def __init__(self, settings: EngineSettings, pk=None, cs=None, circuit=None, budget: HostBudget | None = None):
+        """``budget``: the host budget to reserve partitions from (default a fresh one of
+        ``settings.host_budget``)."""
         self.settings, self.circuit, self.pk = settings, circuit, pk
         self.backend = settings.backend
-        self.part_bytes = partition_host_bytes(circuit, pk.domain_size, settings.backend)
-        check_budget(settings.host_budget, self.part_bytes, circuit.circuit_id)
         self.budget = HostBudget(settings.host_budget) if budget is None else budget
-        self.executor = _make_executor(settings, pk, cs, circuit, self.part_bytes)
-        self.pw = bounded_pw(self.executor.pw(settings.pw), settings.host_budget, self.part_bytes)
-        # host memory measured once the provers are up and warm (the first sample is the baseline)
+        self.executor = _make_executor(settings)
+        self.pw = self.executor.pw(settings.pw)
         self.memory = MemoryWatch(self.executor.sample_memory) if measurable() else None
-        self.scheduler = Scheduler(self.executor, pk.vk, circuit, self.part_bytes, self.budget, self.pw,
-                                   settings.max_attempts, watchdog_s=settings.watchdog_s,
-                                   backoff_s=settings.retry_backoff_s, backoff_max_s=settings.retry_backoff_max_s,
-                                   memory=self.memory)
+        self.scheduler = Scheduler(self.executor, self.budget, self.pw, settings.max_attempts,
+                                   watchdog_s=settings.watchdog_s, backoff_s=settings.retry_backoff_s,
+                                   backoff_max_s=settings.retry_backoff_max_s, memory=self.memory)
+        self.key: KeyContext | None = None
+        self.part_bytes = 0
+        try:
+            if pk is not None:
+                self.key = self.scheduler.default_key = self.add_key(self.DEFAULT_KEY, pk, cs, circuit)
+                self.part_bytes = self.key.part_bytes
+                self.pw = self.scheduler.pw = bounded_pw(self.pw, settings.host_budget, self.part_bytes)
+        except BaseException:
+            self.executor.shutdown()
+            raise
+        # host memory measured once the provers are up and warm (the first sample is the baseline)
         if self.memory is not None:
             self.memory.start(self.scheduler.load)
+
+    def add_key(self, key_id: str, pk, cs, circuit, warm: bool = True) -> KeyContext:
+        """Make a key available to the pool (resident on the provers with ``warm``); the context
+        a proof of it is added to the scheduler with. Refused in one line when one partition of
+        the circuit cannot fit the host budget, or the key cannot load."""
+        part_bytes = partition_host_bytes(circuit, pk.domain_size, self.settings.backend)
+        check_budget(self.settings.host_budget, part_bytes, circuit.circuit_id)
+        self.executor.add_key(key_id, pk, cs, warm=warm)
+        if self.memory is not None and self.memory.running and self.scheduler.idle:
+            self.memory.sample()  # idle: the baseline takes the key in (it is not partitions' work)
+        return KeyContext(key_id, circuit, pk.vk, part_bytes)
+
+    def remove_key(self, key_id: str) -> None:
+        """Drop a key from the pool (none of its proofs may be in the scheduler)."""
+        self.executor.remove_key(key_id)
 
     @property
     def provers(self) -> list:
@@ -98,16 +124,16 @@ class LocalEngine(Engine):
                          pk, cs, circuit)
 
 
-def _make_executor(settings: EngineSettings, pk, cs, circuit, part_bytes: int):
+def _make_executor(settings: EngineSettings):
     if settings.engine == "auto":
         raise ValueError("engine=auto must be resolved first (open_engine does, or engines.choice.choose_engine)")
     if settings.engine == "local":
         from .local import LocalExecutor
 
-        return LocalExecutor(settings, pk, cs, circuit)
+        return LocalExecutor(settings)
     from .ray_executor import RayExecutor
 
-    return RayExecutor(settings, pk, cs, circuit, part_bytes)
+    return RayExecutor(settings)
 
 
 @contextmanager

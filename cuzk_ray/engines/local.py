@@ -12,20 +12,30 @@ from ..partition import Partition
 from .memory import ProcessMemory, processes_memory
 from .metrics import Metrics
 from .types import Completion, PartitionOutcome, WorkItem
-from .worker import PartitionProver, synthesize_witness
+from .worker import ProverWorker, synthesize_witness
 
 
 class LocalExecutor:
-    """One PartitionProver in this process; pw is always 1."""
+    """One ProverWorker in this process, holding every key added; pw is always 1."""
 
-    def __init__(self, settings, pk, cs, circuit):
-        self.circuit_id = circuit.circuit_id
-        self.worker = PartitionProver(settings.backend, pk, cs, threads=settings.cpu_threads)
+    def __init__(self, settings):
+        self.worker = ProverWorker(settings.backend, threads=settings.cpu_threads)
         self.provers = [self.worker]
         self.prover_info = [{"node_id": "local", "pid": os.getpid(), "backend": self.worker.backend.name,
-                             "load_seconds": self.worker.load_seconds}]
+                             "load_seconds": {}}]
         self.metrics = Metrics()
         self._queue: deque[tuple[WorkItem, dict]] = deque()
+
+    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> None:
+        """Load the key into this process's backend (now: there is nothing to gain by waiting)."""
+        self.prover_info[0]["load_seconds"] = self.worker.load(key_id, pk, cs)
+
+    def remove_key(self, key_id: str) -> None:
+        """Free the key."""
+        self.worker.evict(key_id)
+
+    def cancel(self, proof_ids) -> None:
+        """Nothing to cancel: work runs in this process only when the scheduler asks for it."""
 
     def pw(self, requested: int | None) -> int:
         """One partition at a time, whatever was asked."""
@@ -61,7 +71,8 @@ class LocalExecutor:
         t0 = time.perf_counter()
         witness = synthesize_witness(spec, work.proof.synth_fn)
         synth_s = time.perf_counter() - t0
-        out = self.worker.prove(Partition(work.proof_id, work.partition, self.circuit_id, witness))
+        key = work.proof.key
+        out = self.worker.prove(key.key_id, Partition(work.proof_id, work.partition, key.circuit.circuit_id, witness))
         out.times["synthesis"] = synth_s
         out.synthesis_node = out.prover_node = "local"
         return out

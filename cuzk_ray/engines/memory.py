@@ -197,6 +197,11 @@ class MemoryWatch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def running(self) -> bool:
+        """Started (its baseline taken) and not stopped."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self, load: Callable[[], tuple[int, Hashable]] | None = None) -> MemoryWatch:
         """The first sample now (the baseline), then the thread."""
         if load is not None:

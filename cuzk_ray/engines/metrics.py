@@ -20,22 +20,21 @@ class Metrics:
     def host_bytes(self, n: int) -> None:
         """Host bytes reserved by in-flight partitions."""
 
-    def partition_failed(self) -> None:
-        """One failed attempt."""
+    def partition_failed(self, circuit: str) -> None:
+        """One failed attempt (of a partition of ``circuit``)."""
 
-    def partition_done(self, times: dict[str, float]) -> None:
+    def partition_done(self, times: dict[str, float], circuit: str) -> None:
         """One verified partition, with its stage seconds."""
 
-    def proof_done(self) -> None:
+    def proof_done(self, circuit: str) -> None:
         """One proof whose partitions all verified."""
 
 
 class RayMetrics(Metrics):
-    """Metrics through ray.util.metrics, tagged with the circuit."""
+    """Metrics through ray.util.metrics, the counters tagged with the circuit (the pool serves several)."""
 
-    def __init__(self, circuit_id: str):
+    def __init__(self):
         self.m = engine_metrics()
-        self.tags = {"circuit": circuit_id}
 
     def in_flight(self, n: int) -> None:
         self.m["in_flight"].set(n)
@@ -43,17 +42,17 @@ class RayMetrics(Metrics):
     def host_bytes(self, n: int) -> None:
         self.m["host_bytes"].set(n)
 
-    def partition_failed(self) -> None:
-        self.m["partitions_failed"].inc(tags=self.tags)
+    def partition_failed(self, circuit: str) -> None:
+        self.m["partitions_failed"].inc(tags={"circuit": circuit})
 
-    def partition_done(self, times: dict[str, float]) -> None:
+    def partition_done(self, times: dict[str, float], circuit: str) -> None:
         for st, sec in times.items():
             if math.isfinite(sec):
                 self.m["stage_seconds"].observe(sec, tags={"stage": st})
-        self.m["partitions_done"].inc(tags=self.tags)
+        self.m["partitions_done"].inc(tags={"circuit": circuit})
 
-    def proof_done(self) -> None:
-        self.m["proofs_done"].inc(tags=self.tags)
+    def proof_done(self, circuit: str) -> None:
+        self.m["proofs_done"].inc(tags={"circuit": circuit})
 
 
 @lru_cache(maxsize=1)

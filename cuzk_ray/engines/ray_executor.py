@@ -36,7 +36,7 @@ from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
-from .types import BundleKey, Completion, StoreKey, WorkItem
+from .types import BundleKey, Completion, KeyRef, StoreKey, WorkItem
 from .worker import synthesize_witness
 
 log = logging.getLogger(__name__)
@@ -136,16 +136,22 @@ def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=No
 
 
 class RayExecutor:
-    """Prover actors placed on the cluster (key and matrices put in the object store once)."""
+    """The prover pool: prover actors placed on the cluster (one per GPU, or one CPU prover per
+    node), serving every key added to it. A key is put in the object store once (or mapped from
+    its bundle on one node), loaded on a prover by ``add_key(warm=True)`` or by its first partition
+    there, and dropped by ``remove_key``; a partition goes to the least-loaded prover that holds its
+    key, else to the least-loaded one (which loads it; on a full device it evicts its least
+    recently used idle key first: actors.ProverActor)."""
 
-    def __init__(self, settings, pk, cs, circuit, part_bytes: int):
-        self.settings, self.circuit, self.part_bytes = settings, circuit, part_bytes
-        self.metrics = RayMetrics(circuit.circuit_id)
-        key, matrices = key_source(pk, cs)
-        self.key_refs = (key, matrices)  # what the actors got (held: a restarted actor needs them)
+    def __init__(self, settings):
+        self.settings = settings
+        self.metrics = RayMetrics()
+        self.keys: dict[str, KeyRef] = {}  # the keys added (held: a restarted actor fetches them again)
         self._tag = f"{os.getpid()}-{id(self):x}"
-        self.provers, self.prover_info = start_provers(settings, key, matrices, tag=self._tag)
+        self.provers, self.prover_info = start_provers(settings, tag=self._tag)
         self.load = [0] * len(self.provers)
+        self.held: list[dict[str, int]] = [{} for _ in self.provers]  # per prover: key id -> bytes it holds
+        self.vram: dict[int, int] = {}  # per GPU prover: device bytes in use after its last partition
         self._in_flight: dict = {}  # ObjectRef of the proof -> (WorkItem, ObjectRef of its synthesis)
         self.down: dict[int, _Probe] = {}  # provers restarting (or unreachable): no work until they answer
         self.dead: dict[int, str] = {}  # provers given up: why
@@ -157,9 +163,64 @@ class RayExecutor:
         self._node = ray.get_runtime_context().get_node_id()  # the driver's
         self._synth_pids: set[tuple[str, int]] = set()  # (node, pid) of workers that ran our synthesis
         self._samplers: dict[str, list] = {}  # node -> [NodeSampler actor, its sample() in flight or None]
-        # Input files (e.g. .wtns) live where the driver runs: read them there; else spread.
-        self._synth_strategy = (NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-                                if circuit.local_files else "SPREAD")
+
+    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> KeyRef:
+        """Make a key available to the pool (and, with ``warm``, resident on every prover that is
+        up, kernels warm, before this returns: RuntimeError in one line when it cannot load). A
+        prover killed while it loads the key is restarted and loads it again (it is down until
+        then, as when it dies mid-prove)."""
+        ref = KeyRef(key_id, key_source(pk, cs), int(pk.nbytes + (cs.nbytes if cs is not None else 0)))
+        self.keys[key_id] = ref
+        if warm:
+            self._warm(ref)
+        return ref
+
+    def remove_key(self, key_id: str) -> None:
+        """Drop a key from every prover that holds it (none of its partitions may be in flight)
+        and from the pool (its object-store copy goes when nothing refers to it)."""
+        self.keys.pop(key_id, None)
+        for i, held in enumerate(self.held):
+            if held.pop(key_id, None) is not None and i not in self.dead:
+                self.provers[i].evict.remote([key_id])  # (in order after its earlier calls; not waited for)
+
+    def cancel(self, proof_ids) -> None:
+        """Cancel the synthesis of these proofs' partitions in flight (the watchdog found them stuck,
+        e.g. waiting for a CPU): their prove calls then come back failed, and their slots free."""
+        ids = set(proof_ids)
+        for work, batch in list(self._in_flight.values()):
+            if work.proof_id in ids:
+                ray.cancel(batch, force=False)
+
+    def _warm(self, ref: KeyRef) -> None:
+        """ready(key) on every prover that is up, together; a prover lost meanwhile goes down (its
+        probe loads the key once it is back), a load that fails raises (one line)."""
+        calls = {}
+        for i in self._up():
+            self.held[i][ref.key_id] = ref.nbytes
+            calls[self.provers[i].ready.remote([ref])] = i
+        kind = "GpuProver" if self.settings.prover_placement == "gpu" else "CpuProver"
+        pending, end = list(calls), time.monotonic() + READY_TIMEOUT_S
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=max(0.0, end - time.monotonic()))
+            if not ready:
+                raise RuntimeError(f"{kind}: key {ref.key_id} not loaded after {READY_TIMEOUT_S} s (is the "
+                                   f"cluster short of {'GPUs' if self.settings.backend == 'cuda' else 'CPUs'}?)")
+            i = calls[ready[0]]
+            try:
+                self.prover_info[i] = ray.get(ready[0])
+            except ray.exceptions.OutOfMemoryError as e:  # Ray's memory monitor killed it while it loaded
+                first = next((ln.strip() for ln in str(e).splitlines() if "Memory on the node" in ln), _short(e))
+                raise RuntimeError(f"{kind} could not start: host memory ran out while it loaded the key "
+                                   f"({first[:240]})") from None
+            except ray.exceptions.RayActorError as e:
+                if _creation_failed(e):
+                    raise RuntimeError(f"{kind} could not start: {_start_error(e)}") from None
+                self._prover_down(i)  # killed or lost while loading: restarted, its probe loads the key
+                log.warning("prover %d lost while it loaded key %s (%s): waiting for its restart", i, ref.key_id,
+                            _short(e))
+            except ray.exceptions.RayTaskError as e:  # e.g. the key does not fit in VRAM
+                self.held[i].pop(ref.key_id, None)
+                raise RuntimeError(f"{kind} could not start: {_start_error(e)}") from None
 
     def pw(self, requested: int | None) -> int:
         """``requested``, or by default 2 for CPU provers and pw_per_gpu x GPUs for GPU provers
@@ -169,16 +230,22 @@ class RayExecutor:
         return expected_pw(self.settings, int(ray.cluster_resources().get("GPU", 0)))
 
     def submit(self, work: WorkItem, spec: dict) -> None:
-        """Synthesis task, then the least-loaded prover on its output."""
+        """Synthesis task, then the least-loaded prover that holds the partition's key on its
+        output (the least-loaded prover when none that is up does: it loads the key first)."""
+        key = work.proof.key
+        ref = self.keys[key.key_id]
+        # input files (e.g. .wtns) live where the driver runs: read them there; else spread
+        strategy = (NodeAffinitySchedulingStrategy(self._node, soft=False) if key.circuit.local_files else "SPREAD")
         batch = synthesize_partition.options(
-            name=f"synth:{work.proof_id}:{work.partition}", memory=self.part_bytes,
-            scheduling_strategy=self._synth_strategy).remote(spec, work.proof_id, self.circuit.circuit_id,
-                                                             work.proof.synth_fn)
+            name=f"synth:{work.proof_id}:{work.partition}", memory=key.part_bytes,
+            scheduling_strategy=strategy).remote(spec, work.proof_id, key.circuit.circuit_id, work.proof.synth_fn)
         up = self._up()
-        work.prover = up[int(np.argmin([self.load[i] for i in up]))]
+        holding = [i for i in up if ref.key_id in self.held[i]] or up
+        work.prover = holding[int(np.argmin([self.load[i] for i in holding]))]
         self.load[work.prover] += 1
+        self.held[work.prover][ref.key_id] = ref.nbytes
         prove = self.provers[work.prover].prove.options(name=f"prove:{work.proof_id}:{work.partition}")
-        self._in_flight[prove.remote(batch, self.key_refs[0])] = (work, batch)
+        self._in_flight[prove.remote(batch, ref)] = (work, batch)
         if not self._synth_watch:  # the synthesis clock starts with the first task of a quiet spell
             self._last_synth = time.monotonic()
         self._synth_watch.add(batch)
@@ -226,6 +293,8 @@ class RayExecutor:
         self.load[work.prover] -= 1
         try:
             out = ray.get(ref)
+            if out.vram_peak is not None:
+                self.vram[work.prover] = int(out.vram_peak)
             if out.synthesis_pid is not None and out.synthesis_node:
                 self._synth_pids.add((out.synthesis_node, out.synthesis_pid))
             return Completion(work, out)
@@ -256,7 +325,7 @@ class RayExecutor:
             elif p.limit is None and now - p.since > self.settings.restart_wait_s:
                 self._give_up(i, f"not back after restart_wait_s={self.settings.restart_wait_s:g} s")
             elif p.ref is None and now >= p.due:  # with the key: a restarted actor loads it to answer
-                p.ref = self.provers[i].ready.remote(self.key_refs[0])
+                p.ref = self.provers[i].ready.remote([self.keys[k] for k in self.held[i] if k in self.keys])
 
     def _probe_answered(self, i: int, ref) -> None:
         p = self.down[i]
@@ -342,8 +411,9 @@ class RayExecutor:
         if free.get("CPU", 0) < 1:
             return (f"{what} wait for 1 CPU each and no node has one free: CPU {free.get('CPU', 0):g} of "
                     f"{total.get('CPU', 0):g} available{held} (add a node or CPUs, or use fewer provers)")
-        if free.get("memory", 0) < self.part_bytes:
-            return (f"{what} wait for memory={self.part_bytes} B each: {free.get('memory', 0):.0f} B of "
+        need = max((w.proof.key.part_bytes for w, _b in self._in_flight.values()), default=0)
+        if free.get("memory", 0) < need:
+            return (f"{what} wait for memory={need} B each: {free.get('memory', 0):.0f} B of "
                     f"{total.get('memory', 0):.0f} B available")
         return None
 
@@ -433,31 +503,32 @@ def key_source(pk, cs):
     path = pk.meta.get("bundle_path")
     one_node = len([n for n in ray.nodes() if n["Alive"]]) == 1
     if path and cs is not None and one_node and os.path.isfile(os.path.join(path, "manifest.json")):
-        return BundleKey(path), None
-    return StoreKey(ray.put(pk), ray.put(cs)), None  # refs inside a value: see StoreKey
+        return BundleKey(path)
+    return StoreKey(ray.put(pk), ray.put(cs))  # refs inside a value: see StoreKey
 
 
-def start_provers(settings, pk_ref, cs_ref, tag: str) -> tuple[list, list[dict]]:
-    """Create the prover actors and wait until each is ready (key resident, kernels warm):
-    (actor handles, their ready() info). One clear RuntimeError when they cannot start."""
+def start_provers(settings, tag: str) -> tuple[list, list[dict]]:
+    """Create the prover actors (no key yet: RayExecutor.add_key loads keys) and wait until each
+    answers: (actor handles, their ready() info). One clear RuntimeError when they cannot start."""
     cls, placements = _placements(settings)
-    # the key goes to ready(), not the constructor (see actors.ProverActor); cs_ref is None (in pk_ref)
     actors = [ray.remote(cls).options(name=f"{cls.__name__}-{i}-{tag}", **p).remote(
         settings.backend, settings.cpu_threads) for i, p in enumerate(placements)]
     try:
-        info = ray.get([a.ready.remote(pk_ref) for a in actors], timeout=READY_TIMEOUT_S)
+        info = ray.get([a.ready.remote() for a in actors], timeout=READY_TIMEOUT_S)
     except ray.exceptions.GetTimeoutError:
+        _kill(actors)
         raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster short "
                            f"of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)") from None
-    except ray.exceptions.OutOfMemoryError as e:  # Ray's memory monitor killed it while it loaded the key
-        _kill(actors)
-        first = next((ln.strip() for ln in str(e).splitlines() if "Memory on the node" in ln), _short(e))
-        raise RuntimeError(f"{cls.__name__} could not start: host memory ran out while it loaded the key "
-                           f"({first[:240]})") from None
-    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:  # e.g. the key does not fit in VRAM
+    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:
         _kill(actors)
         raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
     return actors, info
+
+
+def _creation_failed(e: BaseException) -> bool:
+    """Whether a RayActorError says the actor's constructor raised (it will not come back), not
+    that its process was killed or lost (it restarts)."""
+    return "creation task" in str(e) and "error raised in" in str(e)
 
 
 def _kill(actors) -> None:

@@ -38,6 +38,7 @@ from .metrics import Metrics
 from .types import (
     BatchResult,
     Completion,
+    KeyContext,
     PartitionResult,
     Priority,
     ProofId,
@@ -82,6 +83,9 @@ class Executor(Protocol):
         """Why submitted work cannot run, in one line naming the missing resource (need vs have),
         or None when nothing is known to be stuck (work may just be slow)."""
 
+    def cancel(self, proof_ids: Iterable[ProofId]) -> None:
+        """Stop these proofs' work in flight where it can (their completions come back failed)."""
+
     def shutdown(self) -> None:
         """Stop the provers."""
 
@@ -106,16 +110,17 @@ class _Proof:
 
 
 class Scheduler:
-    """Proves partitions of one circuit's proofs with one key, through ``executor``."""
+    """Proves partitions of proofs through ``executor``, each proof with its own key (a
+    KeyContext: the service's pool serves several keys; ``default_key`` is the batch job's one)."""
 
-    def __init__(self, executor: Executor, vk, circuit, part_bytes: int, budget: HostBudget, pw: int,
-                 max_attempts: int, watchdog_s: float = 60.0, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
-                 memory: MemoryWatch | None = None):
-        self.executor, self.vk, self.circuit = executor, vk, circuit
+    def __init__(self, executor: Executor, budget: HostBudget, pw: int, max_attempts: int,
+                 watchdog_s: float = 60.0, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
+                 memory: MemoryWatch | None = None, default_key: KeyContext | None = None):
+        self.executor, self.default_key = executor, default_key
         self.memory = memory  # measured work memory per node (None: the estimates only)
         self._submitted = 0  # submissions so far (the memory watch tells idle samples by it)
         self._said: set[str] = set()  # the budget's one-time lines said (held; a node where one partition is over)
-        self.part_bytes, self.budget, self.pw, self.max_attempts = part_bytes, budget, pw, max_attempts
+        self.budget, self.pw, self.max_attempts = budget, pw, max_attempts
         self.watchdog_s, self.backoff_s, self.backoff_max_s = watchdog_s, backoff_s, backoff_max_s
         self.metrics = executor.metrics
         self.max_in_flight = 0  # the most partitions in flight at once since reset_peak()
@@ -132,19 +137,22 @@ class Scheduler:
     # -- what the service and the jobs call ----------------------------------------------------
 
     def add(self, index: int, seed: int = 0, priority: Priority = Priority.NORMAL, proof_id: ProofId | None = None,
-            synth_fn=None, partitions: Sequence[int] | None = None) -> ProofId:
-        """Queue the index-th proof of the circuit (witness ``seed``); returns its id (default
-        "proof-<index>"). ``synth_fn(spec)`` replaces the circuit's synthesis for this proof.
-        ``partitions``: which of its partitions to prove (the service: a proof's own partition count,
-        less those already on disk after a restart); default all of ``circuit.partitions``."""
+            synth_fn=None, partitions: Sequence[int] | None = None, key: KeyContext | None = None) -> ProofId:
+        """Queue the index-th proof of the key's circuit (witness ``seed``; ``key``: default_key);
+        returns its id (default "proof-<index>"). ``synth_fn(spec)`` replaces the circuit's synthesis
+        for this proof. ``partitions``: which of its partitions to prove (the service: a proof's own
+        partition count, less those already on disk after a restart); default all of the circuit's."""
         pid = batch_proof_id(index) if proof_id is None else proof_id
-        parts = list(range(self.circuit.partitions)) if partitions is None else sorted(set(partitions))
+        key = key or self.default_key
+        if key is None:
+            raise ValueError(f"proof id {pid!r}: no key given and the scheduler has no default key")
+        parts = list(range(key.circuit.partitions)) if partitions is None else sorted(set(partitions))
         if not parts:
             raise ValueError(f"proof id {pid!r}: no partition to prove")
         with self._lock:
             if pid in self._proofs:
                 raise ValueError(f"proof id {pid!r} is already scheduled")
-            request = ProofRequest(pid, index, seed, Priority(priority), self._seq, synth_fn)
+            request = ProofRequest(pid, index, seed, Priority(priority), self._seq, synth_fn, key)
             self._seq += 1
             self._proofs[pid] = _Proof(request, len(parts))
             for k in parts:
@@ -262,7 +270,8 @@ class Scheduler:
             results = sorted((r for p in proofs if p.state is ProofState.DONE for r in p.results),
                              key=lambda r: (r.proof_id, r.partition))
             failed = {p.request.id: p.error for p in proofs if p.state is ProofState.FAILED}
-            return BatchResult(results, failed, wall_s, provers, self.max_in_flight, self.part_bytes,
+            part_bytes = self.default_key.part_bytes if self.default_key else 0
+            return BatchResult(results, failed, wall_s, provers, self.max_in_flight, part_bytes,
                                self.budget.limit, self.budget.peak, sum(p.retries for p in proofs),
                                {p.request.id: p.request.index for p in proofs},
                                self.memory.nodes() if self.memory is not None else [])
@@ -272,15 +281,33 @@ class Scheduler:
         with self._lock:
             return self._in_flight, self._submitted
 
-    def _watch(self) -> None:
-        """Raise Stalled when nothing came back for watchdog_s and the executor says why work
-        cannot run; work that is only slow (the executor knows no reason) goes on."""
+    def stalled(self) -> str | None:
+        """Why the work in flight cannot run, in one line, when nothing came back for watchdog_s
+        and the executor names a reason (a resource no node has free, no prover left); None while
+        work is only slow (the executor knows no reason) or nothing is in flight."""
         quiet = time.monotonic() - self._last_progress
-        if quiet < self.watchdog_s:
-            return
+        if quiet < self.watchdog_s or (self._in_flight == 0 and self.idle):
+            return None
         why = self.executor.blocked()
+        return None if why is None else f"no progress for {quiet:.0f} s (watchdog_s={self.watchdog_s:g}): {why}"
+
+    def fail_stalled(self, why: str) -> list[ProofId]:
+        """Fail the proofs that have partitions in flight (the work the watchdog found stuck) with
+        ``why``; the watchdog's clock starts again. Returns their ids (the service's loop: the
+        rest of the queue goes on)."""
+        with self._lock:
+            ids = [pid for pid, n in self._running.items() if n and pid in self._proofs]
+            for pid in ids:
+                self._proofs[pid].fail(why)
+            self._last_progress = time.monotonic()
+        self.executor.cancel(ids)  # their stuck tasks give their slots back
+        return ids
+
+    def _watch(self) -> None:
+        """Raise Stalled when stalled() says why (the batch job: the run stops)."""
+        why = self.stalled()
         if why is not None:
-            raise Stalled(f"no progress for {quiet:.0f} s (watchdog_s={self.watchdog_s:g}): {why}")
+            raise Stalled(why)
 
     def _in_flight_of(self, ids: set) -> bool:
         with self._lock:
@@ -308,19 +335,19 @@ class Scheduler:
         while self._delayed and self._delayed[0][0] <= now:  # retries whose backoff is over
             heapq.heappush(self._queue, heapq.heappop(self._delayed)[2])
         self._say_over()
-        while (self._queue and self._in_flight < self.pw and self.budget.fits(self.part_bytes)
-               and self._measured_fits() and self.executor.can_submit()):
+        while (self._queue and self._in_flight < self.pw and self.budget.fits(self._queue[0].proof.key.part_bytes)
+               and self._measured_fits(self._queue[0].proof.key.part_bytes) and self.executor.can_submit()):
             work = heapq.heappop(self._queue)
             if not self._runnable(work):  # its proof finished, or was forgotten (its id may be a new proof's)
                 continue
             proof = self._proofs[work.proof_id]
             try:
-                spec = self.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
+                spec = work.proof.key.circuit.synth_spec(work.proof.seed, work.proof.index, work.partition)
                 self.executor.submit(work, spec)
             except Exception as e:  # noqa: BLE001  e.g. a synth_fn Ray cannot pickle: this proof fails
                 proof.fail(f"partition {work.partition} could not be submitted: {type(e).__name__}: {e}")
                 continue
-            self.budget.reserve(self.part_bytes)
+            self.budget.reserve(work.proof.key.part_bytes)
             proof.state = ProofState.RUNNING
             self._in_flight += 1
             self._submitted += 1
@@ -342,12 +369,14 @@ class Scheduler:
             log.warning("memory.host_budget=%s: one partition alone measures %s on node %s (our processes "
                         "above their %s at rest; its estimate: %s); going on with one partition in flight "
                         "(raise memory.host_budget for more)", format_bytes(limit), format_bytes(work),
-                        _node_label(node), format_bytes(self.memory.baseline(node)), format_bytes(self.part_bytes))
+                        _node_label(node), format_bytes(self.memory.baseline(node)),
+                        format_bytes(self.default_key.part_bytes if self.default_key else 0))
 
-    def _measured_fits(self) -> bool:
-        """Whether one more partition fits the budget by what is measured: the busiest node's work
-        memory (its processes now minus at rest) plus the next partition's estimate (the reserved
-        estimates are checked beside it: together, max(measured, reserved) + the next estimate).
+    def _measured_fits(self, part_bytes: int) -> bool:
+        """Whether one more partition (``part_bytes`` by its estimate) fits the budget by what is
+        measured: the busiest node's work memory (its processes now minus at rest) plus the next
+        partition's estimate (the reserved estimates are checked beside it: together,
+        max(measured, reserved) + the next estimate).
         With nothing in flight it always fits (progress). Says once, in one line, when the
         measurement holds partitions back."""
         limit = self.budget.limit
@@ -357,18 +386,18 @@ class Scheduler:
             return True
         if any(s.startswith("over:") for s in self._said):
             # one partition alone measured above the whole budget (_say_over): one at a time until
-            # reset_peak (the batch's end; a service key's scheduler: its life, the same circuit),
+            # reset_peak (the batch's end; the service's scheduler: its life, whatever the key),
             # not only while the last sample shows it: a sample in a trough (its synthesis done,
             # its proving not yet at peak) would let a second in to peak beside it
             return False
         node, work = self.memory.work()
-        if work + self.part_bytes <= limit:
+        if work + part_bytes <= limit:
             return True
         if "held" not in self._said:
             self._said.add("held")
             log.warning("memory.host_budget=%s: measured work memory %s on node %s + the next partition's %s "
                         "estimate exceed it: holding partitions in flight at %d (the estimates allow %d)",
-                        format_bytes(limit), format_bytes(work), _node_label(node), format_bytes(self.part_bytes),
+                        format_bytes(limit), format_bytes(work), _node_label(node), format_bytes(part_bytes),
                         self._in_flight, self.pw)
         return False
 
@@ -378,7 +407,7 @@ class Scheduler:
         left = self._running.pop(work.proof_id) - 1
         if left:
             self._running[work.proof_id] = left
-        self.budget.release(self.part_bytes)
+        self.budget.release(work.proof.key.part_bytes)
         proof = self._proofs.get(work.proof_id)
         # cancelled or failed meanwhile, or a forgotten proof's late completion whose id a new proof
         # now has (a batch stopped by the watchdog, rerun): nothing to verify, retry or attribute
@@ -395,18 +424,19 @@ class Scheduler:
             return None
         res = self._verified(done)
         if res is None:
-            proof.fail(f"partition {work.partition}: the proof does not verify with {self.circuit.key_label}: the "
-                       f"witness does not satisfy the circuit, or the key is not this circuit's")
+            label = work.proof.key.circuit.key_label
+            proof.fail(f"partition {work.partition}: the proof does not verify with {label}: the witness does not "
+                       f"satisfy the circuit, or the key is not this circuit's")
             return None
-        self.metrics.partition_done(res.times)
+        self.metrics.partition_done(res.times, work.proof.key.circuit.circuit_id)
         proof.results.append(res)
         if len(proof.results) == proof.partitions and not proof.finished:
             proof.state = ProofState.DONE
-            self.metrics.proof_done()
+            self.metrics.proof_done(work.proof.key.circuit.circuit_id)
         return res
 
     def _retry_or_fail(self, proof: _Proof, work: WorkItem, reason: str) -> None:
-        self.metrics.partition_failed()
+        self.metrics.partition_failed(work.proof.key.circuit.circuit_id)
         work.attempts += 1
         if work.attempts < self.max_attempts:  # (a failed proof's retry is dropped when popped)
             proof.retries += 1
@@ -422,7 +452,7 @@ class Scheduler:
         """The partition's result after a pairing check (timed as "verify"), or None if it fails."""
         out = done.outcome
         t0 = time.perf_counter()
-        ok = verify(self.vk, out.public, out.proof)
+        ok = verify(done.work.proof.key.vk, out.public, out.proof)
         out.times["verify"] = time.perf_counter() - t0
         return PartitionResult.verified_from(out, done.work) if ok else None
 

@@ -68,6 +68,28 @@ class StoreKey:
 
 
 @dataclass(frozen=True)
+class KeyRef:
+    """A key as the prover pool's actors get it: its id, where to load it from (a BundleKey or
+    StoreKey, small), and its bytes (the pool's accounting of what each prover holds)."""
+
+    key_id: str
+    source: BundleKey | StoreKey
+    nbytes: int = 0
+
+
+@dataclass(frozen=True)
+class KeyContext:
+    """What the scheduler needs of the key a proof is proved with: its id (the pool sends the
+    partition to a prover holding it), the circuit (synthesis specs, partitions, label), the
+    verifying key (each partition's pairing check) and a partition's host bytes (the budget)."""
+
+    key_id: str
+    circuit: object
+    vk: object
+    part_bytes: int
+
+
+@dataclass(frozen=True)
 class ProofRequest:
     """One proof to make: ``index`` is the circuit's proof number (synth_spec, proof labels),
     ``seq`` the order of arrival (oldest first within a priority), ``synth_fn`` an optional
@@ -79,6 +101,7 @@ class ProofRequest:
     priority: Priority = Priority.NORMAL
     seq: int = 0
     synth_fn: Callable | None = field(default=None, compare=False, repr=False)
+    key: KeyContext | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

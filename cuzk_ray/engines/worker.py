@@ -3,12 +3,14 @@ cuzk_ray.engines.actors and the Ray synthesis task wrap them).
 
 ``synthesize_witness`` turns a synthesis spec into the partition's witness (a CompactWitness from
 the circuits' synthesis; an FrVector, checked here once, when a replacement synthesis hands back
-a raw array). A PartitionProver holds a backend and a resident proving key; ``prove`` takes one
-partition and returns its PartitionOutcome."""
+a raw array). A ProverWorker holds a backend and the proving keys resident in it; ``prove``
+takes one partition and the key it is for, and returns its PartitionOutcome (PartitionProver:
+the same with one key)."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from contextlib import nullcontext
 
 from ..backends import make_backend
@@ -33,24 +35,54 @@ def synthesize_witness(spec: dict, synth_fn=None) -> Witness:
     return checked_fr(witness, what)  # an FrVector passes through
 
 
-class PartitionProver:
-    """A backend with the key and constraint matrices resident; proves one partition at a time
-    (or several on threads: the backend serializes its device work)."""
+class ProverWorker:
+    """One backend and the keys resident in it (a prover of the pool serves every key it holds):
+    ``load`` makes a key resident (bases, then matrices, then warm kernels), ``evict`` frees it,
+    ``prove`` proves one partition with a resident key (or several on threads: the backend
+    serializes its device work). Keys are kept least recently used first (``keys``)."""
 
-    def __init__(self, backend: str, pk: ProvingKey, cs: ConstraintSystem, threads: int = 2):
+    def __init__(self, backend: str, threads: int = 2):
         self.backend = make_backend(backend, threads=threads)
-        self.pk, self.cs = pk, cs
-        self.load_seconds: dict[str, float] = {}  # key, matrices, warm_up: what a prover's start costs
-        for what, step in (("key", self.backend.load_key), ("matrices", self.backend.load_cs),
-                           ("warm_up", self.backend.warm_up)):
-            # bases resident before the first partition arrives, then the constraint matrices (VRAM
-            # on the cuda backend), then kernels compiled/loaded before the first partition
-            t0 = time.perf_counter()
-            step(pk if what != "matrices" else cs)
-            self.load_seconds[what] = round(time.perf_counter() - t0, 3)
+        self.keys: OrderedDict[str, tuple[ProvingKey, ConstraintSystem]] = OrderedDict()
+        self.key_seconds: dict[str, dict[str, float]] = {}  # key id -> key, matrices, warm_up seconds
 
-    def prove(self, part: Partition, r: int | None = None, s: int | None = None) -> PartitionOutcome:
-        """The proof of one partition, its public inputs and per-stage seconds (and spans)."""
+    def load(self, key_id: str, pk: ProvingKey, cs: ConstraintSystem) -> dict[str, float]:
+        """Make the key resident (once); the seconds each step took (what a key's start costs)."""
+        if key_id in self.keys:
+            return self.key_seconds[key_id]
+        seconds: dict[str, float] = {}
+        try:
+            for what, step, arg in (("key", self.backend.load_key, pk), ("matrices", self.backend.load_cs, cs),
+                                    ("warm_up", self.backend.warm_up, pk)):
+                # bases resident before the first partition arrives, then the constraint matrices (VRAM
+                # on the cuda backend), then kernels compiled/loaded before the first partition
+                t0 = time.perf_counter()
+                step(arg)
+                seconds[what] = round(time.perf_counter() - t0, 3)
+        except BaseException:
+            self.backend.unload(pk, cs)  # a half-loaded key (its bases, not its matrices) goes
+            raise
+        self.keys[key_id] = (pk, cs)
+        self.key_seconds[key_id] = seconds
+        return seconds
+
+    def evict(self, key_id: str) -> bool:
+        """Free a resident key (False: it was not resident)."""
+        held = self.keys.pop(key_id, None)
+        self.key_seconds.pop(key_id, None)
+        if held is None:
+            return False
+        self.backend.unload(*held)
+        return True
+
+    def prove(self, key_id: str, part: Partition, r: int | None = None, s: int | None = None) -> PartitionOutcome:
+        """The proof of one partition with the resident key ``key_id``, its public inputs and
+        per-stage seconds (and spans)."""
+        try:
+            pk, cs = self.keys[key_id]
+        except KeyError:
+            raise KeyError(f"key {key_id} is not resident in this prover") from None
+        self.keys.move_to_end(key_id)
         if r is None or s is None:
             r, s = random_blinding()
         times = StageTimes()
@@ -58,12 +90,27 @@ class PartitionProver:
             # once; every device stage reads it there (no device: the witness as it is, untimed)
             with times.stage("upload") if gpu is not None else nullcontext():
                 witness = self.backend.stage(part.witness)  # compact or full: trusted, not checked again
-            proof = prove(self.pk, self.cs, witness, r, s, self.backend, times)
+            proof = prove(pk, cs, witness, r, s, self.backend, times)
         if gpu is not None:
             times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)
             for section, sec in gpu.sections.items():  # the same by what held the device
                 times[f"gpu.{section}"] = sec
             times.spans.extend(("gpu", a, b) for a, b in gpu.spans)  # when it held the device
-        public = limbs_to_ints(read_wires(part.witness, 1, 1 + self.pk.n_public))  # not the whole witness
+        public = limbs_to_ints(read_wires(part.witness, 1, 1 + pk.n_public))  # not the whole witness
         return PartitionOutcome(part.proof_id, part.partition, proof, [int(x) for x in public], dict(times),
                                 list(times.spans), self.backend.vram_peak)
+
+
+class PartitionProver(ProverWorker):
+    """A ProverWorker with one key, loaded at construction (the local executor, tests)."""
+
+    KEY = "key"
+
+    def __init__(self, backend: str, pk: ProvingKey, cs: ConstraintSystem, threads: int = 2):
+        super().__init__(backend, threads)
+        self.pk, self.cs = pk, cs
+        self.load_seconds = super().load(self.KEY, pk, cs)
+
+    def prove(self, part: Partition, r: int | None = None, s: int | None = None) -> PartitionOutcome:
+        """The proof of one partition with this prover's key."""
+        return super().prove(self.KEY, part, r, s)
