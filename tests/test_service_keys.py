@@ -61,7 +61,9 @@ def test_preload_then_lru_eviction_under_the_budget(sized):
     assert resident(svc) == [kid(64), kid(128)]
     st = svc.request("GET", "/v1/status")[1]
     assert st["key_bytes"] == sizes[64] + sizes[128] and st["key_budget"] == budget
-    assert len(st["provers"]) == 2  # one engine (prover actor) per resident key
+    # one prover pool for every key: one CPU prover (one node), holding both keys
+    assert len(st["provers"]) == 1 and st["provers"][0]["keys"] == sorted([kid(64), kid(128)])
+    assert [k["provers"] for k in st["keys"]] == [1, 1]
     # use 64 again: 128 is now the least recently used, and goes when 256 needs the room
     assert svc.request("POST", "/v1/keys", {"circuit": circuit(64)})[0] == 200
     svc.request("POST", "/v1/keys", {"circuit": circuit(256)})
@@ -82,6 +84,7 @@ def test_a_proof_loads_its_key_and_a_busy_key_is_not_evicted(sized):
     assert svc.request("DELETE", f"/v1/proofs/{pid}")[0] == 200
     assert svc.request("DELETE", f"/v1/keys/{kid(128)}") == (200, {"key_id": kid(128), "state": "evicted"})
     assert resident(svc) == [kid(256)]
+    assert svc.request("GET", "/v1/status")[1]["provers"][0]["keys"] == [kid(256)]  # gone from the prover too
     assert svc.request("DELETE", f"/v1/keys/{kid(128)}")[0] == 404
     # the proof of an evicted key loads it again
     pid = svc.submit("keys-2", circuit(128, seed=2))

@@ -173,6 +173,7 @@ class NodeMemory:
     peak_total: int  # the most our processes held in all
     processes: int  # our processes on the node at the last sample
     samples: int
+    now: int = 0  # what our processes held at the last sample
 
 
 class MemoryWatch:
@@ -273,7 +274,8 @@ class MemoryWatch:
         """Per node: baseline, peaks since reset_peaks, processes, samples."""
         with self._lock:
             return [NodeMemory(n, sum(self._base[n].values()), self._peak_work.get(n, 0),
-                               self._peak_total.get(n, 0), len(self._now[n]), self._samples.get(n, 0))
+                               self._peak_total.get(n, 0), len(self._now[n]), self._samples.get(n, 0),
+                               sum(self._now[n].values()))
                     for n in sorted(self._now)]
 
     def reset_peaks(self) -> None:

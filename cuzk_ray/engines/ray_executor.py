@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -163,6 +164,9 @@ class RayExecutor:
         self._node = ray.get_runtime_context().get_node_id()  # the driver's
         self._synth_pids: set[tuple[str, int]] = set()  # (node, pid) of workers that ran our synthesis
         self._samplers: dict[str, list] = {}  # node -> [NodeSampler actor, its sample() in flight or None]
+        # the service loads keys in a thread of its own while its loop submits and waits: the
+        # pool's state (held keys, down provers, work in flight) changes under this lock
+        self._lock = threading.RLock()
 
     def add_key(self, key_id: str, pk, cs, warm: bool = True) -> KeyRef:
         """Make a key available to the pool (and, with ``warm``, resident on every prover that is
@@ -178,16 +182,19 @@ class RayExecutor:
     def remove_key(self, key_id: str) -> None:
         """Drop a key from every prover that holds it (none of its partitions may be in flight)
         and from the pool (its object-store copy goes when nothing refers to it)."""
-        self.keys.pop(key_id, None)
-        for i, held in enumerate(self.held):
-            if held.pop(key_id, None) is not None and i not in self.dead:
-                self.provers[i].evict.remote([key_id])  # (in order after its earlier calls; not waited for)
+        with self._lock:
+            self.keys.pop(key_id, None)
+            for i, held in enumerate(self.held):
+                if held.pop(key_id, None) is not None and i not in self.dead:
+                    self.provers[i].evict.remote([key_id])  # (in order after its earlier calls; not waited for)
 
     def cancel(self, proof_ids) -> None:
         """Cancel the synthesis of these proofs' partitions in flight (the watchdog found them stuck,
         e.g. waiting for a CPU): their prove calls then come back failed, and their slots free."""
         ids = set(proof_ids)
-        for work, batch in list(self._in_flight.values()):
+        with self._lock:
+            stuck = list(self._in_flight.values())
+        for work, batch in stuck:
             if work.proof_id in ids:
                 ray.cancel(batch, force=False)
 
@@ -195,9 +202,10 @@ class RayExecutor:
         """ready(key) on every prover that is up, together; a prover lost meanwhile goes down (its
         probe loads the key once it is back), a load that fails raises (one line)."""
         calls = {}
-        for i in self._up():
-            self.held[i][ref.key_id] = ref.nbytes
-            calls[self.provers[i].ready.remote([ref])] = i
+        with self._lock:
+            for i in self._up():
+                self.held[i][ref.key_id] = ref.nbytes
+                calls[self.provers[i].ready.remote([ref])] = i
         kind = "GpuProver" if self.settings.prover_placement == "gpu" else "CpuProver"
         pending, end = list(calls), time.monotonic() + READY_TIMEOUT_S
         while pending:
@@ -207,7 +215,9 @@ class RayExecutor:
                                    f"cluster short of {'GPUs' if self.settings.backend == 'cuda' else 'CPUs'}?)")
             i = calls[ready[0]]
             try:
-                self.prover_info[i] = ray.get(ready[0])
+                info = ray.get(ready[0])
+                with self._lock:
+                    self.prover_info[i] = info
             except ray.exceptions.OutOfMemoryError as e:  # Ray's memory monitor killed it while it loaded
                 first = next((ln.strip() for ln in str(e).splitlines() if "Memory on the node" in ln), _short(e))
                 raise RuntimeError(f"{kind} could not start: host memory ran out while it loaded the key "
@@ -215,11 +225,13 @@ class RayExecutor:
             except ray.exceptions.RayActorError as e:
                 if _creation_failed(e):
                     raise RuntimeError(f"{kind} could not start: {_start_error(e)}") from None
-                self._prover_down(i)  # killed or lost while loading: restarted, its probe loads the key
+                with self._lock:
+                    self._prover_down(i)  # killed or lost while loading: restarted, its probe loads the key
                 log.warning("prover %d lost while it loaded key %s (%s): waiting for its restart", i, ref.key_id,
                             _short(e))
             except ray.exceptions.RayTaskError as e:  # e.g. the key does not fit in VRAM
-                self.held[i].pop(ref.key_id, None)
+                with self._lock:
+                    self.held[i].pop(ref.key_id, None)
                 raise RuntimeError(f"{kind} could not start: {_start_error(e)}") from None
 
     def pw(self, requested: int | None) -> int:
@@ -232,6 +244,10 @@ class RayExecutor:
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Synthesis task, then the least-loaded prover that holds the partition's key on its
         output (the least-loaded prover when none that is up does: it loads the key first)."""
+        with self._lock:
+            self._submit(work, spec)
+
+    def _submit(self, work: WorkItem, spec: dict) -> None:
         key = work.proof.key
         ref = self.keys[key.key_id]
         # input files (e.g. .wtns) live where the driver runs: read them there; else spread
@@ -262,22 +278,24 @@ class RayExecutor:
         Down provers' probes are waited on too (a prover that answers is up again)."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
-            self._tend_probes()
-            probes = {p.ref: i for i, p in self.down.items() if p.ref is not None}
-            refs = [*self._in_flight, *probes, *self._synth_watch]
-            left = None if end is None else max(0.0, end - time.monotonic())
-            if self.down:  # look at the probes (due, overdue) at least every PROBE_S
-                left = PROBE_S if left is None else min(left, PROBE_S)
+            with self._lock:
+                self._tend_probes()
+                probes = {p.ref: i for i, p in self.down.items() if p.ref is not None}
+                refs = [*self._in_flight, *probes, *self._synth_watch]
+                left = None if end is None else max(0.0, end - time.monotonic())
+                if self.down:  # look at the probes (due, overdue) at least every PROBE_S
+                    left = PROBE_S if left is None else min(left, PROBE_S)
             if refs:
                 # fetch_local=False: a finished synthesis batch stays where it is (the prover reads it)
                 ready, _ = ray.wait(refs, num_returns=1, timeout=left, fetch_local=False)
-                if ready and ready[0] in self._synth_watch:  # a synthesis finished: progress, not a proof
-                    self._synth_watch.discard(ready[0])
-                    self._last_synth = time.monotonic()
-                elif ready and ready[0] in probes:
-                    self._probe_answered(probes[ready[0]], ready[0])
-                elif ready:
-                    return self._completion(ready[0])
+                with self._lock:
+                    if ready and ready[0] in self._synth_watch:  # a synthesis finished: progress, not a proof
+                        self._synth_watch.discard(ready[0])
+                        self._last_synth = time.monotonic()
+                    elif ready and ready[0] in probes and probes[ready[0]] in self.down:
+                        self._probe_answered(probes[ready[0]], ready[0])
+                    elif ready and ready[0] in self._in_flight:
+                        return self._completion(ready[0])
             elif self.down:
                 time.sleep(left)
             else:

@@ -1,5 +1,6 @@
-"""Resident keys: a key (proving key, matrices) with its own engine (prover actors holding it),
-kept between requests and evicted least-recently-used under ``service.key_budget``.
+"""Resident keys: a key (proving key, matrices) added to the service's one prover pool (the
+engine's provers load it, each holding every key they serve), kept between requests and evicted
+least-recently-used under ``service.key_budget``.
 
 A key's id comes from the circuit config (``key_id``): the built-in circuit's id and the setup
 seed (its partition count and witness seeds are the proofs', not the key's), or a zkey's name and
@@ -65,12 +66,12 @@ class KeyCircuit:
 
 @dataclass
 class ResidentKey:
-    """A loaded key and the engine whose provers hold it."""
+    """A loaded key, added to the prover pool (``context``: what its proofs are scheduled with)."""
 
     key_id: str
     circuit: KeyCircuit
     pk: object
-    engine: object  # engines.Engine
+    context: object  # engines.types.KeyContext
     nbytes: int
     load_seconds: float
     source: str  # where the key came from (keystore path or zkey)
@@ -78,29 +79,30 @@ class ResidentKey:
     setup_seed: int | None = None
     last_used: float = field(default_factory=time.time)
 
-    def view(self) -> dict:
+    def view(self, provers: int) -> dict:
+        """/v1/status's entry (``provers``: how many of the pool's provers hold it now)."""
         return {"key_id": self.key_id, "bytes": self.nbytes, "load_seconds": round(self.load_seconds, 3),
-                "source": self.source, "provers": len(self.engine.provers), "last_used": self.last_used,
+                "source": self.source, "provers": provers, "last_used": self.last_used,
                 "insecure_dev_setup": self.insecure}
 
 
-def make_resident(kid: str, circuit: dict, settings, cfg: dict, budget) -> ResidentKey:
-    """Load (or make, for a development key) the key of ``circuit`` and start its engine (prover
-    actors ready, key resident in them). The batch job's preflight runs first."""
-    from ..engines import Engine
+def make_resident(kid: str, circuit: dict, engine, cfg: dict) -> ResidentKey:
+    """Load (or make, for a development key) the key of ``circuit`` and add it to the prover pool
+    of ``engine`` (resident in its provers when this returns). The batch job's preflight runs first."""
     from ..preflight import preflight
 
     base = key_circuit(circuit)
     t0 = time.perf_counter()
-    preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"])
+    preflight(engine.settings, base, cfg["cache_dir"], cfg["setup_seed"])
     pk, cs, info = base.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
-    engine = Engine(settings, pk, cs, KeyCircuit(base), budget=budget)
+    kc = KeyCircuit(base)
+    context = engine.add_key(kid, pk, cs, kc)
     seconds = time.perf_counter() - t0
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     nbytes = int(pk.nbytes + (cs.nbytes if cs is not None else 0))
     log.info("key %s resident in %.1f s (%s, %s; %d B; %d prover(s))", kid, seconds, info["key"], info["note"],
              nbytes, len(engine.provers))
-    return ResidentKey(kid, engine.circuit, pk, engine, nbytes, seconds, str(info["key"]), insecure,
+    return ResidentKey(kid, kc, pk, context, nbytes, seconds, str(info["key"]), insecure,
                        pk.meta.get("seed") if insecure else None)
 
 

@@ -1,22 +1,26 @@
 """The proving service's core, owned by the engine actor (engine_actor.py): the durable store,
-the resident keys and their engines, and the one loop thread that drives their schedulers.
+the resident keys, the one prover pool (an engines.Engine: one GPU prover per GPU, or one CPU
+prover per node, each serving every resident key) with its one scheduler, and the loop thread
+that drives it.
 
     handlers (any thread)  submit / proof / result / cancel / status / preload / evict / health
                            -> a Reply; a request is in the store (committed) before it is answered
     loop thread            recover the store's queued and running proofs; preload the config's key;
-                           then: feed accepted proofs to their keys' schedulers in global order
+                           then: feed accepted proofs to the scheduler in global order
                            (priority, then arrival), loading a key when the next proof needs one
                            (in a thread of its own, one key at a time; idle keys evicted
                            least-recently-used under service.key_budget);
-                           step each busy scheduler; write each verified partition into
+                           step the scheduler; write each verified partition into
                            output_dir/<proof_id>/ (outputs.OutputDir); finish proofs (manifest
-                           last, then the store)
+                           last, then the store); the watchdog: work that cannot run for
+                           watchdog_s (no CPU for synthesis, no prover left) fails the proofs
+                           it holds, in one line, and the rest goes on
 
-Order across keys: a proof is handed to its key's scheduler only when every proof before it (by
+Order across keys: a proof is handed to the scheduler only when every proof before it (by
 priority, then arrival) has been; the head of the queue waiting for its key to load (room under
-the budget is made when busy keys drain) holds back the proofs behind it. Each scheduler orders
-what it was handed by (priority, arrival, partition); the engines of different keys run side by
-side on their own prover actors and share one host budget.
+the budget is made when busy keys drain) holds back the proofs behind it. The scheduler orders
+what it was handed by (priority, arrival, partition), whatever the key, and sends each partition
+to a prover that holds its key (engines.ray_executor.RayExecutor).
 
 Ray is not imported here: the engines import it (engines.ray_executor), the actor wraps this.
 """
@@ -33,6 +37,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engines import Engine
 from ..engines.admission import HostBudget, parse_bytes
 from ..engines.settings import EngineSettings
 from ..engines.types import ProofState
@@ -61,7 +66,7 @@ from .store import Store
 log = logging.getLogger("cuzk_ray.service")
 
 IDLE_WAIT_S = 0.2  # the loop's wait with nothing to step (a submission wakes it at once)
-STEP_S = 0.2  # a scheduler's step timeout with one busy key (shorter with several: each gets a turn)
+STEP_S = 0.2  # the scheduler's step timeout
 METRICS_S = 1.0
 
 
@@ -117,6 +122,8 @@ class ProvingService:
         self.store = Store(self.paths.db)
         self.keys = KeyRing(parse_bytes(cfg["service"].get("key_budget"), "service.key_budget"))
         self.budget = HostBudget(self.settings.host_budget)
+        self.engine: Engine | None = None  # the prover pool and its scheduler (made in the loop thread)
+        self.stalled: list[str] = []  # the watchdog's lines so far (the last few; /v1/status)
         self.metrics = None  # ray.util.metrics objects, made in the loop thread (the actor's process)
         self.ready, self.phase, self.start_error = False, "recovering the store", None
         self.key_errors: dict[str, str] = {}
@@ -147,6 +154,8 @@ class ProvingService:
             self._fed.clear()
             for kid in list(self.keys.keys):
                 self._evict(kid, "service stopping")
+            if self.engine is not None:
+                self.engine.shutdown()
         self.store.close()
 
     def health(self) -> Reply:
@@ -218,7 +227,7 @@ class ProvingService:
                 heapq.heapify(self._pending)
             elif proof_id in self._fed:
                 f = self._fed[proof_id]
-                sched = self.keys.keys[f.key_id].engine.scheduler
+                sched = self.engine.scheduler
                 if sched.cancel(proof_id) is ProofState.DONE:  # its last partition verified just now
                     raise Conflict(f"proof {proof_id} is done: only a queued or running proof can be cancelled")
                 sched.forget(proof_id)
@@ -232,20 +241,37 @@ class ProvingService:
     def status(self) -> Reply:
         """GET /v1/status."""
         with self._lock:
-            provers = []
-            for rk in self.keys.keys.values():
-                load = rk.engine.executor.load
-                for i, info in enumerate(rk.engine.prover_info):
-                    provers.append({"key_id": rk.key_id, "node": info.get("node_id"), "pid": info.get("pid"),
-                                    "backend": info.get("backend"), "gpu": info.get("gpu_ids", []),
-                                    "busy": load[i] > 0, "in_flight": load[i]})
-            keys = [rk.view() for rk in self.keys.keys.values()]
+            provers = self._provers_view()
+            keys = [rk.view(sum(rk.key_id in p["keys"] for p in provers)) for rk in self.keys.keys.values()]
             body = {"ready": self.ready, "engine": {"pid": os.getpid(), "db": str(self.paths.db)},
                     "queue": self.store.queued_by_priority(), "proofs": self.store.counts(),
                     "provers": provers, "keys": keys, "key_bytes": self.keys.nbytes, "key_budget": self.keys.budget,
-                    "host": {"reserved": self.budget.reserved, "budget": self.budget.limit},
-                    "loading": self._loading, "key_errors": dict(self.key_errors)}
+                    "host": {"reserved": self.budget.reserved, "budget": self.budget.limit,
+                             "nodes": self._host_view()},
+                    "loading": self._loading, "key_errors": dict(self.key_errors), "stalled": list(self.stalled)}
         return Reply(200, body)
+
+    def _provers_view(self) -> list[dict]:
+        """The pool's provers: where each runs, the keys it holds, its work, its device memory."""
+        if self.engine is None:
+            return []
+        ex = self.engine.executor  # a RayExecutor: the service proves on Ray
+        out = []
+        for i, info in enumerate(self.engine.prover_info):
+            state = "dead" if i in ex.dead else "down" if i in ex.down else "up"
+            out.append({"node": info.get("node_id"), "pid": info.get("pid"), "backend": info.get("backend"),
+                        "gpu": info.get("gpu_ids", []), "state": state, "keys": sorted(ex.held[i]),
+                        "busy": ex.load[i] > 0, "in_flight": ex.load[i],
+                        "vram_used": ex.vram.get(i, info.get("vram_used")), "vram_total": info.get("vram_total")})
+        return out
+
+    def _host_view(self) -> list[dict]:
+        """Host memory measured per node (engines.memory): our processes now, at rest, at peak."""
+        memory = self.engine.memory if self.engine is not None else None
+        if memory is None:
+            return []
+        return [{"node": n.node, "bytes": n.now, "baseline": n.baseline, "peak": n.peak_total,
+                 "processes": n.processes} for n in memory.nodes()]
 
     def preload(self, body) -> Reply:
         """POST /v1/keys: make a key resident (in the loop thread; /v1/status shows it once there)."""
@@ -307,6 +333,10 @@ class ProvingService:
     def _run(self) -> None:
         try:
             self._recover()
+            self.phase = "starting the prover pool"
+            self.engine = Engine(self.settings, budget=self.budget)
+            log.info("prover pool: %d x %s prover(s), pw=%d", len(self.engine.provers), self.settings.backend,
+                     self.engine.pw)
             if self.cfg["service"].get("preload", True):
                 self.phase = "loading the config's key"
                 circuit = self._resolved(parse_circuit(config_circuit(self.cfg), self.cfg, key_only=True))
@@ -344,21 +374,28 @@ class ProvingService:
     def _tick(self) -> None:
         self._do_loads()
         self._feed()
-        with self._lock:
-            busy = {f.key_id for f in self._fed.values()}
-            active = [rk for kid, rk in self.keys.keys.items() if kid in busy]
         self._publish_metrics()
-        if not active:
+        if not self._fed or self.engine is None:
             self._wake.wait(IDLE_WAIT_S)
             self._wake.clear()
             return
-        timeout = STEP_S if len(active) == 1 else STEP_S / 4
-        for rk in active:
-            res = rk.engine.scheduler.step(timeout)
-            with self._lock:
-                if res is not None:
-                    self._written(res)
-                self._sync(rk)
+        sched = self.engine.scheduler
+        res = sched.step(STEP_S)
+        with self._lock:
+            if res is not None:
+                self._written(res)
+            self._watchdog(sched)
+            self._sync()
+
+    def _watchdog(self, sched) -> None:
+        """The batch job's rule in the loop: work that cannot run for watchdog_s (the executor
+        names the resource) fails the proofs it holds, in one line; the rest goes on."""
+        why = sched.stalled()
+        if why is None:
+            return
+        failed = sched.fail_stalled(why)
+        self.stalled = [*self.stalled[-4:], why]
+        log.error("watchdog: %s; failing %d proof(s): %s", why, len(failed), ", ".join(failed))
 
     def _do_loads(self) -> None:
         """Start the next preload asked for (POST /v1/keys), unless a key is loading already."""
@@ -399,12 +436,12 @@ class ProvingService:
                 raise RuntimeError(self._no_room(kid, est, busy))
             for v in victims:
                 self._evict(v, f"least recently used: room for {kid}")
-        rk = make_resident(kid, circuit, self.settings, self.cfg, self.budget)
+        rk = make_resident(kid, circuit, self.engine, self.cfg)
         if self._metrics():
             self.metrics["key_load_seconds"].observe(rk.load_seconds)
         with self._lock:
-            if self._stop.is_set():  # stopped while it loaded: its provers go too
-                rk.engine.shutdown()
+            if self._stop.is_set():  # stopped while it loaded
+                self.engine.remove_key(kid)
                 raise RuntimeError("the service is stopping")
             busy = {f.key_id for f in self._fed.values()}  # (proofs of other keys were fed meanwhile)
             self.keys.add(rk)
@@ -423,7 +460,7 @@ class ProvingService:
     def _evict(self, kid: str, why: str) -> None:
         rk = self.keys.pop(kid)
         if rk is not None:
-            rk.engine.shutdown()
+            self.engine.remove_key(kid)
             log.info("key %s evicted (%s)", kid, why)
 
     def _feed(self) -> None:
@@ -487,7 +524,8 @@ class ProvingService:
             rk.circuit.witness_of[index] = c["witness"]
         else:
             index = c["proof"]
-        rk.engine.scheduler.add(index, c.get("seed", 0), rec.priority, proof_id=pid, partitions=left)
+        self.engine.scheduler.add(index, c.get("seed", 0), rec.priority, proof_id=pid, partitions=left,
+                                  key=rk.context)
 
     def _written(self, res) -> None:
         """A verified partition: its files and journal line, then the store's count."""
@@ -502,12 +540,10 @@ class ProvingService:
                 timings[st] = round(timings.get(st, 0.0) + sec, 6)
         self.store.set_progress(res.proof_id, len(entries), timings)
 
-    def _sync(self, rk: ResidentKey) -> None:
-        """Follow the scheduler's states of this key's proofs into the store (and the log)."""
-        sched = rk.engine.scheduler
+    def _sync(self) -> None:
+        """Follow the scheduler's states of the fed proofs into the store (and the log)."""
+        sched = self.engine.scheduler
         for pid, f in list(self._fed.items()):
-            if f.key_id != rk.key_id:
-                continue
             st = sched.status(pid)
             if st.state is ProofState.RUNNING and f.state is ProofState.QUEUED:
                 self.store.set_state(pid, ProofState.RUNNING)
