@@ -285,6 +285,7 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     engine.shutdown()
     assert not batch.failed and all(verify(pk.vk, r.public, r.proof) for r in batch.results)
     in_memory = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=2, provers=1)
-    assert isinstance(in_memory.executor.keys[in_memory.key.key_id].source, StoreKey)  # refs inside a value, not constructor args
-    assert isinstance(in_memory.executor.keys[in_memory.key.key_id].source.pk, ray.ObjectRef)
+    source = in_memory.executor.keys[in_memory.key.key_id].source
+    assert isinstance(source, StoreKey)  # refs inside a value, not constructor args
+    assert isinstance(source.pk, ray.ObjectRef)
     in_memory.shutdown()

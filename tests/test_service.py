@@ -245,9 +245,6 @@ def test_cancel_queued_and_running(svc):
 def test_proofs_go_on_while_another_key_loads(svc):
     """A key is made resident in a thread of its own: the partitions of a resident key's proof
     keep being proved and written while a fresh key (made by the dev setup) loads."""
-    for k in svc.request("GET", "/v1/status")[1]["keys"]:  # a CPU for the new key's prover
-        if k["key_id"].startswith("snarkjs-"):
-            assert svc.request("DELETE", f"/v1/keys/{k['key_id']}")[0] == 200
     pid = svc.submit("load-side", dict(SMALL, partitions=16, seed=400))
     svc.wait_state(pid, states=("running",))
     code, ans = svc.request("POST", "/v1/keys", {"circuit": {"kind": "porep", "constraints": 8192,
@@ -273,10 +270,17 @@ def test_status_reports_queue_proofs_provers_keys_and_budget(svc):
     assert set(st["queue"]) == {"critical", "high", "normal", "low"}
     assert set(st["proofs"]) == {"queued", "running", "done", "failed", "cancelled"}
     assert st["proofs"]["done"] >= 5 and st["proofs"]["cancelled"] == 2
-    assert st["provers"] and all(p["node"] and p["backend"] == "cpu" and p["busy"] is False for p in st["provers"])
-    assert {p["key_id"] for p in st["provers"]} == {k["key_id"] for k in st["keys"]}
-    assert all(k["bytes"] > 0 for k in st["keys"]) and st["key_bytes"] == sum(k["bytes"] for k in st["keys"])
-    assert st["host"] == {"reserved": 0, "budget": None}
+    assert st["provers"] and all(p["node"] and p["backend"] == "cpu" and p["busy"] is False and p["state"] == "up"
+                                 for p in st["provers"])
+    assert len(st["provers"]) == 1  # one pool: one CPU prover on the one node, for every key
+    assert set(st["provers"][0]["keys"]) == {k["key_id"] for k in st["keys"]}
+    assert all(k["bytes"] > 0 and k["provers"] == 1 for k in st["keys"])
+    assert st["key_bytes"] == sum(k["bytes"] for k in st["keys"])
+    assert st["host"]["reserved"] == 0 and st["host"]["budget"] is None
+    # host memory measured on the node: the engine actor, the prover and Ray's processes
+    nodes = st["host"]["nodes"]
+    assert len(nodes) == 1 and nodes[0]["processes"] >= 2 and nodes[0]["bytes"] > 0
+    assert nodes[0]["peak"] >= nodes[0]["bytes"] > 0 and st["stalled"] == []
 
 
 def test_metrics_are_exported_as_ray_cuzk(svc):
@@ -287,7 +291,8 @@ def test_metrics_are_exported_as_ray_cuzk(svc):
 
     port = next(a.split("=")[1] for a in svc.proc.args if a.startswith("ray.metrics_export_port="))
     want = ['ray_cuzk_service_queue_depth{', 'ray_cuzk_service_proofs{', 'ray_cuzk_service_request_seconds_bucket{',
-            'ray_cuzk_service_key_load_seconds_count', 'ray_cuzk_stage_seconds_bucket{', 'ray_cuzk_partitions_done']
+            'ray_cuzk_service_key_load_seconds_count', 'ray_cuzk_stage_seconds_bucket{', 'ray_cuzk_partitions_done',
+            'ray_cuzk_service_host_bytes{']
     deadline, text = time.time() + 60, ""
     while time.time() < deadline:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()

@@ -87,7 +87,7 @@ def prover_metrics() -> dict:
 def service_metrics() -> dict:
     """The proving service's ray.util.metrics objects (``cuzk_service_*``), made once per process
     (the engine actor's): queue depth by priority, proofs by state, seconds per request phase
-    (queued, proving, total) and per key load. Per-stage seconds of the partitions are the
+    (queued, proving, total) and per key load, host memory per node and VRAM per GPU prover. Per-stage seconds of the partitions are the
     scheduler's ``cuzk_stage_seconds``."""
     from ray.util.metrics import Gauge, Histogram
 
@@ -102,4 +102,8 @@ def service_metrics() -> dict:
                                       description="seconds to make a key resident (load or setup, provers ready)",
                                       boundaries=STAGE_BOUNDARIES + [300, 900]),
         "resident_key_bytes": Gauge("cuzk_service_resident_key_bytes", description="bytes of the resident keys"),
+        "host_bytes": Gauge("cuzk_service_host_bytes", tag_keys=("node",),
+                            description="host memory our processes hold, measured per node"),
+        "vram_bytes": Gauge("cuzk_service_vram_bytes", description="device memory in use, per GPU prover",
+                            tag_keys=("prover",)),
     }

@@ -615,6 +615,13 @@ class ProvingService:
         for st, n in self.store.counts().items():
             self.metrics["proofs"].set(n, tags={"state": st})
         self.metrics["resident_key_bytes"].set(self.keys.nbytes)
+        with self._lock:
+            host, provers = self._host_view(), self._provers_view()
+        for n in host:
+            self.metrics["host_bytes"].set(n["bytes"], tags={"node": n["node"][:12]})
+        for i, p in enumerate(provers):
+            if p["vram_used"] is not None:
+                self.metrics["vram_bytes"].set(p["vram_used"], tags={"prover": f"{i}:{'/'.join(p['gpu'])}"})
 
 
 def config_circuit(cfg: dict) -> dict:
