@@ -87,8 +87,8 @@ def prover_metrics() -> dict:
 def service_metrics() -> dict:
     """The proving service's ray.util.metrics objects (``cuzk_service_*``), made once per process
     (the engine actor's): queue depth by priority, proofs by state, seconds per request phase
-    (queued, proving, total) and per key load, host memory per node and VRAM per GPU prover. Per-stage seconds of the partitions are the
-    scheduler's ``cuzk_stage_seconds``."""
+    (queued, proving, total) and per key load, host memory per node and VRAM per GPU prover.
+    Per-stage seconds of the partitions are the scheduler's ``cuzk_stage_seconds``."""
     from ray.util.metrics import Gauge, Histogram
 
     return {
