@@ -92,6 +92,53 @@ def test_watchdog_names_the_missing_cpu_and_the_twin_runs(cluster, tmp_path):
     assert len(json.loads((tmp_path / "b" / "out" / "manifest.json").read_text())["proofs"]) == 10
 
 
+def loading_prover(raylets: set[int]) -> int | None:
+    """The pid of a CpuProver of this cluster (a child of one of its raylets) that has been
+    running ready() -- loading its key -- for at least 0.3 s (the keyless ready() at its start
+    takes milliseconds), or None."""
+    seen: dict[int, float] = {}
+    deadline = time.monotonic() + HANG_S
+    while time.monotonic() < deadline:
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                title = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")[0]
+                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid in raylets and title.startswith(b"ray::CpuProver.ready"):
+                first = seen.setdefault(int(d), time.monotonic())
+                if time.monotonic() - first >= 0.3:
+                    return int(d)
+        time.sleep(0.02)
+    return None
+
+
+def test_a_prover_killed_while_it_loads_its_key_is_restarted(cluster, tmp_path):
+    """Issue 28: a CpuProver's process SIGKILLed while it loads the key (its ready() running)
+    is restarted by Ray and loads the key again; the batch finishes, 40/40 verified (it ended the
+    job with "CpuProver could not start: ActorUnavailableError ... Socket closed")."""
+    raylets = {cluster.raylet_pid(n) for n in cluster.procs if n.poll() is None}
+    p = job(cluster, tmp_path, "proofs=4", "restart_wait_s=60", constraints=4096)
+    victim = loading_prover(raylets)
+    assert victim is not None, "no prover seen loading its key"
+    os.kill(victim, signal.SIGKILL)
+    lines = finish(p)
+    assert p.returncode == 0, "\n".join(lines)
+    assert lines[-1].startswith("total ") and "40 partitions proved and verified" in lines[-1], "\n".join(lines)
+    assert any("lost while it loaded key" in ln for ln in lines), "\n".join(lines)
+    entries = json.loads((tmp_path / "out" / "manifest.json").read_text())["proofs"]
+    vk = read_verification_key(tmp_path / "out" / "verification_key.json")
+    assert len(entries) == 40
+    assert all(verify(vk, read_public(tmp_path / "out" / e["public"]), read_proof(tmp_path / "out" / e["proof"]))
+               for e in entries)
+    # negative twin of the check above: a changed public input does not verify
+    e = entries[0]
+    public = read_public(tmp_path / "out" / e["public"])
+    assert not verify(vk, [public[0] + 1, *public[1:]], read_proof(tmp_path / "out" / e["proof"]))
+
+
 def kill_node_at(p: subprocess.Popen, k: int, total: int, kill, then=None) -> tuple[str, int | None]:
     """Read the job's output until it ends; call ``kill()`` once k/total partitions are verified
     (and ``then = (k2, f)``: f() once k2 are). Returns (the output, the count kill was called at)."""

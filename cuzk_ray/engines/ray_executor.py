@@ -527,19 +527,33 @@ def key_source(pk, cs):
 
 def start_provers(settings, tag: str) -> tuple[list, list[dict]]:
     """Create the prover actors (no key yet: RayExecutor.add_key loads keys) and wait until each
-    answers: (actor handles, their ready() info). One clear RuntimeError when they cannot start."""
+    answers: (actor handles, their ready() info). An actor killed meanwhile is asked again once
+    Ray restarted it (up to restart_wait_s); one clear RuntimeError when they cannot start."""
     cls, placements = _placements(settings)
     actors = [ray.remote(cls).options(name=f"{cls.__name__}-{i}-{tag}", **p).remote(
         settings.backend, settings.cpu_threads) for i, p in enumerate(placements)]
+    info: list[dict] = [{} for _ in actors]
+    calls = {a.ready.remote(): i for i, a in enumerate(actors)}
+    end = time.monotonic() + READY_TIMEOUT_S
     try:
-        info = ray.get([a.ready.remote() for a in actors], timeout=READY_TIMEOUT_S)
-    except ray.exceptions.GetTimeoutError:
+        while calls:
+            ready, _ = ray.wait(list(calls), num_returns=1, timeout=max(0.0, end - time.monotonic()))
+            if not ready:
+                raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster "
+                                   f"short of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)")
+            i = calls.pop(ready[0])
+            try:
+                info[i] = ray.get(ready[0])
+            except ray.exceptions.RayActorError as e:
+                if _creation_failed(e) or time.monotonic() > end - READY_TIMEOUT_S + settings.restart_wait_s:
+                    raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
+                time.sleep(PROBE_S)  # killed or lost while starting: Ray restarts it (max_restarts)
+                calls[actors[i].ready.remote()] = i
+            except ray.exceptions.RayTaskError as e:
+                raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
+    except BaseException:
         _kill(actors)
-        raise RuntimeError(f"{cls.__name__}: actors not ready after {READY_TIMEOUT_S} s (is the cluster short "
-                           f"of {'GPUs' if settings.backend == 'cuda' else 'CPUs'}?)") from None
-    except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError) as e:
-        _kill(actors)
-        raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
+        raise
     return actors, info
 
 
