@@ -63,7 +63,10 @@ def compute_root(leaf: bytes, levels: Sequence[PathLevel], hash_children: HashCh
 
 def path_mismatch(path: InclusionPath, hash_children: HashChildren, root: bytes | None = None) -> str | None:
     """None if ``path`` hashes up to its root (and to ``root`` when given), else a one-line reason."""
-    computed = compute_root(path.leaf, path.levels, hash_children)
+    try:
+        computed = compute_root(path.leaf, path.levels, hash_children)
+    except ValueError as e:  # a bad index, or a node the hash refuses (not a field element)
+        return f"path of leaf {path.leaf_index}: {e}"
     if computed != path.root:
         return (f"path of leaf {path.leaf_index} hashes to {computed.hex()}, but the path's root is "
                 f"{path.root.hex()}")

@@ -199,8 +199,8 @@ def hash_many(inputs: np.ndarray, threads: int | None = None) -> np.ndarray:
     return out
 
 
-def hash_node_groups(nodes: np.ndarray, arity: int) -> np.ndarray:
+def hash_node_groups(nodes: np.ndarray, arity: int, threads: int | None = None) -> np.ndarray:
     """One tree level up: ``uint8[n / arity, 32]`` digests of consecutive groups of ``arity`` nodes."""
     if len(nodes) % arity:
         raise ValueError(f"a level of {len(nodes)} nodes does not split into groups of {arity}")
-    return limbs_as_nodes(hash_many(nodes_as_limbs(nodes).reshape(-1, arity, NL)))
+    return limbs_as_nodes(hash_many(nodes_as_limbs(nodes).reshape(-1, arity, NL), threads))
