@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -293,6 +294,11 @@ def test_params_file_negatives(small_key, tmp_path):
     (tmp_path / "long.params").write_bytes(data + b"\0")
     with pytest.raises(ParamsError, match=rf"1 bytes after the b_g2 query \(at byte {len(data)}\)"):
         ParamsFile(tmp_path / "long.params")
+    bad_vk = bytearray(data)
+    bad_vk[96 + 95] ^= 1  # beta_g1's last byte
+    (tmp_path / "bad_vk.params").write_bytes(bytes(bad_vk))
+    with pytest.raises(ParamsError, match=r"beta_g1: G1 point 0 at byte 96: not on the curve"):
+        ParamsFile(tmp_path / "bad_vk.params")
     with ParamsFile(path) as pf:
         h = pf.spans["h"]
     bad = bytearray(data)
@@ -302,6 +308,16 @@ def test_params_file_negatives(small_key, tmp_path):
         pf.query("h")  # unchecked (a bulk read of a trusted file)
         with pytest.raises(ParamsError, match=rf"h query: G1 point 1 at byte {h.offset + 96}: not on the curve"):
             pf.query("h", check=True)
+
+
+def test_params_with_bellperson_h_is_refused_as_a_project_key(small_key, tmp_path):
+    cs, pk = small_key
+    path = tmp_path / "mono.params"
+    write_params(path, replace(pk, h_query=pk.h_query[:-1]))  # m - 1 points, as Filecoin's keys
+    with ParamsFile(path) as pf:
+        assert pf.spans["h"].count == 63
+        with pytest.raises(ParamsError, match="h holds 63 = m - 1 points: bellperson's H convention"):
+            pf.proving_key(*wire_density(cs))
 
 
 def test_published_files_and_digest_check(tmp_path, monkeypatch):

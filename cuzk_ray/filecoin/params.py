@@ -97,7 +97,11 @@ def _points_at(buf, pos: int, count: int, g: Group, source: str, what: str, chec
     try:
         return decode(raw, g, check=check, where=Where(f"{source}: {what}", pos))
     except PointError as e:
-        raise ParamsError(str(e)) from None
+        message = str(e)
+    # raised outside the except block, the view gone: a traceback holding a view of the mapping
+    # would keep ParamsFile from closing it (BufferError)
+    del raw
+    raise ParamsError(message)
 
 
 def _u32(buf, pos: int, source: str, what: str) -> int:
