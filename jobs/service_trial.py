@@ -1,0 +1,236 @@
+"""The service tried as an operator would (issue 28), with a table at the end:
+
+    python jobs/service_trial.py [--proofs 4] [--kill-after 2] [--circom 4] [--out DIR] -- OVERRIDES...
+
+1. `jobs/serve.py OVERRIDES` starts (its config's key preloaded: made on the first start) and a
+   circom key (tests/fixtures/circom/linear) is made resident beside it (POST /v1/keys);
+2. phase A: `jobs/prove.py service.url=... proofs=N` (the batch client) and --circom circom proofs
+   sent over HTTP at the same time; s/proof steady state of the batch from the service's own
+   database (finish times of its proofs);
+3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
+   is SIGKILLed and the service started again on the same database; the client waits the outage
+   out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof
+   done after it;
+4. every partition of both runs verified again here (jobs/verify.py --manifest), and each proof's
+   journal checked for partitions proved twice; peak host memory (the machine's used memory) and
+   peak VRAM (nvidia-smi) sampled every second throughout.
+
+Everything binds to 127.0.0.1; the processes started are stopped by process group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CIRCOM = ROOT / "tests" / "fixtures" / "circom" / "linear"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sampler:
+    """Peak used host memory (MemTotal - MemAvailable) and VRAM (nvidia-smi), every second."""
+
+    def __init__(self):
+        self.host_peak, self.vram_peak, self._stop = 0, 0, threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            info = dict(ln.split(":", 1) for ln in Path("/proc/meminfo").read_text().splitlines())
+            used = (int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])) * 1024
+            self.host_peak = max(self.host_peak, used)
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=10).stdout
+                self.vram_peak = max(self.vram_peak, sum(int(x) for x in out.split()) * 2**20)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Service:
+    """jobs/serve.py in its own process group (its embedded Ray with it)."""
+
+    def __init__(self, out: Path, port: int, overrides: list[str], name: str):
+        self.url, self.out = f"http://127.0.0.1:{port}", out
+        cmd = [sys.executable, str(ROOT / "jobs" / "serve.py"), f"cache_dir={out / 'cache'}", f"service.port={port}",
+               f"service.input_roots=[{out},{ROOT / 'tests' / 'fixtures'}]", *overrides]
+        self.log = open(out / f"serve-{name}.log", "w")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+    def request(self, method: str, path: str, body=None):
+        token = (self.out / "cache" / "service" / "token").read_text().strip()
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+
+    def wait_ready(self, timeout: float) -> float:
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"error: jobs/serve.py exited {self.proc.returncode} (log {self.log.name})")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=5) as r:
+                    if r.status == 200:
+                        return time.time() - t0
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise SystemExit(f"error: service not ready after {timeout:g} s (log {self.log.name})")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+
+def client(out: Path, url: str, name: str, proofs: int, seed: int, overrides: list[str]) -> subprocess.Popen:
+    """The batch client (jobs/prove.py service.url=...), its output in client-<name>.log."""
+    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), f"service.url={url}", f"cache_dir={out / 'cache'}",
+           f"output_dir={out / name}", f"proofs={proofs}", f"seed={seed}", "service.reconnect_s=900", "progress_s=5",
+           *overrides]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=open(out / f"client-{name}.log", "w"), stderr=subprocess.STDOUT,
+                            start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def finished(db: Path, since: float, kind: str = "porep") -> list[float]:
+    """Finish times of the done proofs of ``kind`` created after ``since`` (the service's database)."""
+    with sqlite3.connect(db, timeout=30) as con:
+        rows = con.execute("SELECT finished, circuit FROM proofs WHERE state = 'done' AND created >= ?",
+                           (since,)).fetchall()
+    return sorted(f for f, c in rows if json.loads(c).get("kind") == kind)
+
+
+def circom_proofs(svc: Service, n: int, tag: str) -> list[str]:
+    body = {"kind": "snarkjs", "zkey": str(CIRCOM / "linear.zkey"), "witness": str(CIRCOM / "witness_2.wtns"),
+            "r1cs": str(CIRCOM / "linear.r1cs")}
+    return [svc.request("POST", "/v1/proofs", {"request_id": f"{tag}-{i}", "circuit": body, "priority": "high"})
+            ["proof_id"] for i in range(n)]
+
+
+def verify_run(out: Path) -> tuple[bool, str]:
+    res = subprocess.run([sys.executable, str(ROOT / "jobs" / "verify.py"), "--manifest", str(out / "manifest.json")],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return res.returncode == 0, (res.stdout + res.stderr).strip().splitlines()[-1:]
+
+
+def proved_twice(results: Path) -> list[str]:
+    """Proof ids whose journal holds a partition more than once."""
+    bad = []
+    for journal in results.glob("*/journal.jsonl"):
+        parts = [json.loads(x)["partition"] for x in journal.read_text().splitlines()[1:]]
+        if len(parts) != len(set(parts)):
+            bad.append(journal.parent.name)
+    return bad
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--proofs", type=int, default=4)
+    ap.add_argument("--kill-after", type=int, default=2)
+    ap.add_argument("--circom", type=int, default=4)
+    ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "service-trial")
+    ap.add_argument("--ready-timeout", type=float, default=1200)
+    ap.add_argument("overrides", nargs="*")
+    args = ap.parse_args()
+    out = args.out.absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = args.overrides
+    job_overrides = [o for o in overrides if o.startswith(("circuit", "setup_seed", "hardware"))]
+    db = out / "cache" / "service" / "service.db"
+    sampler, port, rows = Sampler(), free_port(), []
+    svc = Service(out, port, overrides, "1")
+    try:
+        rows.append(("service start (key made or loaded, provers up)", f"{svc.wait_ready(args.ready_timeout):.1f} s"))
+        kid = svc.request("POST", "/v1/keys", {"circuit": {"kind": "snarkjs", "zkey": str(CIRCOM / "linear.zkey")}})
+        while kid["key_id"] not in [k["key_id"] for k in svc.request("GET", "/v1/status")["keys"]]:
+            time.sleep(0.5)
+        st = svc.request("GET", "/v1/status")
+        rows.append(("keys resident", ", ".join(f"{k['key_id']} ({k['bytes'] / 2**30:.2f} GiB)" for k in st["keys"])))
+        # phase A: steady state
+        t_a = time.time()
+        a = client(out, svc.url, "a", args.proofs, 1, job_overrides)
+        circom_a = circom_proofs(svc, args.circom, "trial-a")
+        code_a = a.wait()
+        done_a = finished(db, t_a)
+        per = (done_a[-1] - done_a[0]) / (len(done_a) - 1) if len(done_a) > 1 else float("nan")
+        rows += [("A: client exit", code_a), ("A: porep proofs done", len(done_a)),
+                 ("A: s/proof (steady, finish to finish)", f"{per:.3f}"),
+                 ("A: circom proofs done", sum(svc.request("GET", f"/v1/proofs/{p}")["state"] == "done"
+                                               for p in circom_a))]
+        st = svc.request("GET", "/v1/status")
+        rows.append(("A: provers (keys; VRAM used)", "; ".join(
+            f"{p['backend']} {p['gpu']} {len(p['keys'])} key(s) {(p['vram_used'] or 0) / 2**30:.1f} GiB"
+            for p in st["provers"])))
+        # phase B: SIGKILL mid-batch, restart, the client finishes
+        t_b = time.time()
+        b = client(out, svc.url, "b", args.proofs, 2, job_overrides)
+        circom_proofs(svc, args.circom, "trial-b")
+        while len(finished(db, t_b)) < args.kill_after:
+            if b.poll() is not None:
+                raise SystemExit(f"error: client b exited {b.returncode} before the kill")
+            time.sleep(0.2)
+        svc.kill()
+        t_kill = time.time()
+        time.sleep(2)
+        svc = Service(out, port, overrides, "2")
+        rows.append(("B: restart to ready", f"{svc.wait_ready(args.ready_timeout):.1f} s"))
+        while len(finished(db, t_kill)) < 1 and b.poll() is None:
+            time.sleep(0.2)
+        after = finished(db, t_kill)
+        rows.append(("B: kill to first proof done after the restart",
+                     f"{after[0] - t_kill:.1f} s" if after else "none"))
+        code_b = b.wait()
+        rows += [("B: client exit", code_b), ("B: porep proofs done", len(finished(db, t_b)))]
+    finally:
+        svc.stop()
+        sampler.stop()
+    ok_a, msg_a = verify_run(out / "a")
+    ok_b, msg_b = verify_run(out / "b")
+    twice = proved_twice(out / "cache" / "service" / "proofs")
+    rows += [("A: every partition verified again (jobs/verify.py)", f"{ok_a} {msg_a}"),
+             ("B: every partition verified again (jobs/verify.py)", f"{ok_b} {msg_b}"),
+             ("proofs with a partition proved twice", twice or "none"),
+             ("peak host memory used (machine)", f"{sampler.host_peak / 2**30:.1f} GiB"),
+             ("peak VRAM used (nvidia-smi)", f"{sampler.vram_peak / 2**30:.1f} GiB" if sampler.vram_peak else "n/a")]
+    width = max(len(r[0]) for r in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    (out / "trial.json").write_text(json.dumps({k: str(v) for k, v in rows}, indent=1))
+    return 0 if (code_a == 0 and code_b == 0 and ok_a and ok_b and not twice) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
