@@ -1,0 +1,1 @@
+"""Filecoin PoRep: inputs, keys, proofs and the circuit's primitives."""
