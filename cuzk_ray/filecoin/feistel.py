@@ -11,11 +11,13 @@ permutation of ``[0, num_elements)``.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
 ROUNDS = 3
+SMALL_BATCH = 256  # below this many messages hashlib's C loop beats ~2,000 numpy calls per batch
 
 _U64 = np.uint64
 _IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
@@ -40,7 +42,23 @@ def _rotr(x: np.ndarray, n: int) -> np.ndarray:
 
 def blake2b_prefix_be(right: np.ndarray, key: int) -> np.ndarray:
     """First 8 bytes, as a big-endian u64, of BLAKE2b-512 (unkeyed) over the 16-byte messages
-    ``u64_be(right[i]) || u64_be(key)``: one compression per message, all messages at once."""
+    ``u64_be(right[i]) || u64_be(key)`` (the Feistel round function before its mask)."""
+    right = np.asarray(right, dtype=_U64)
+    if right.size < SMALL_BATCH:
+        return blake2b_prefix_be_hashlib(right, key)
+    return blake2b_prefix_be_numpy(right, key)
+
+
+def blake2b_prefix_be_hashlib(right: np.ndarray, key: int) -> np.ndarray:
+    """``blake2b_prefix_be`` one message at a time through hashlib."""
+    tail = int(key).to_bytes(8, "big")
+    out = [int.from_bytes(hashlib.blake2b(int(r).to_bytes(8, "big") + tail).digest()[:8], "big")
+           for r in np.ravel(right)]
+    return np.array(out, dtype=_U64).reshape(np.shape(right))
+
+
+def blake2b_prefix_be_numpy(right: np.ndarray, key: int) -> np.ndarray:
+    """``blake2b_prefix_be`` as one BLAKE2b compression over all messages at once (numpy)."""
     right = np.asarray(right, dtype=_U64)
     m = [np.zeros_like(right) for _ in range(16)]
     m[0] = right.byteswap()  # message words are little-endian reads of big-endian bytes

@@ -109,6 +109,17 @@ class SealPublicData:
 def porep_public_inputs(config: PoRepConfig, data: SealPublicData, k: int,
                         graph: StackedGraph | None = None) -> list[int]:
     """The 3 + 18 C public inputs of partition k (ONE excluded), as field elements."""
+    return _partitions_inputs(config, data, [k], graph)[0]
+
+
+def seal_public_inputs(config: PoRepConfig, data: SealPublicData) -> list[list[int]]:
+    """The public inputs of every partition of a seal proof (one list per 192-byte proof); the
+    parents of all partitions' challenges are computed in one vectorized pass."""
+    return _partitions_inputs(config, data, list(range(config.partitions)), None)
+
+
+def _partitions_inputs(config: PoRepConfig, data: SealPublicData, ks: list[int],
+                       graph: StackedGraph | None) -> list[list[int]]:
     comm_r = fr_from_le(data.comm_r, "comm_r")
     comm_d = fr_from_le(data.comm_d, "comm_d")
     if len(data.seed) != 32:
@@ -118,19 +129,16 @@ def porep_public_inputs(config: PoRepConfig, data: SealPublicData, k: int,
     nodes, shape = config.nodes, config.shape
     tree_d = tree_levels(nodes, 2)
     tree_c = tree_levels(nodes, shape.base_arity, shape.sub_arity, shape.top_arity)
-    challenges = porep_challenges(config, rid, data.comm_r, data.seed, k)
-    parents = graph.parents_of(challenges)
-    inputs = [int.from_bytes(rid, "little"), comm_d, comm_r]
-    for challenge, row in zip(challenges, parents.tolist()):
-        inputs.append(path_index_input(challenge, nodes, tree_d))
-        inputs += [path_index_input(p, nodes, tree_c) for p in row]
-        inputs.append(challenge)  # u64_into_fr
-        inputs.append(path_index_input(challenge, nodes, tree_c))  # tree R_last: same shape as tree C
-        inputs.append(path_index_input(challenge, nodes, tree_c))
-    return inputs
-
-
-def seal_public_inputs(config: PoRepConfig, data: SealPublicData) -> list[list[int]]:
-    """The public inputs of every partition of a seal proof (one list per 192-byte proof)."""
-    graph = StackedGraph(config.nodes, config.porep_id, config.api_version)
-    return [porep_public_inputs(config, data, k, graph) for k in range(config.partitions)]
+    challenges = [porep_challenges(config, rid, data.comm_r, data.seed, k) for k in ks]
+    parents = graph.parents_of([c for cs in challenges for c in cs]).tolist()
+    out = []
+    for cs in challenges:
+        inputs = [int.from_bytes(rid, "little"), comm_d, comm_r]
+        for challenge in cs:
+            inputs.append(path_index_input(challenge, nodes, tree_d))
+            inputs += [path_index_input(p, nodes, tree_c) for p in parents.pop(0)]
+            inputs.append(challenge)  # u64_into_fr
+            inputs.append(path_index_input(challenge, nodes, tree_c))  # tree R_last: tree C's shape
+            inputs.append(path_index_input(challenge, nodes, tree_c))
+        out.append(inputs)
+    return out
