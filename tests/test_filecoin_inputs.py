@@ -28,6 +28,7 @@ from cuzk_ray.filecoin.feistel import (
     blake2b_prefix_be_numpy,
     invert_permute,
     permute,
+    permute_compiled,
 )
 from cuzk_ray.filecoin.graph import StackedGraph, drg_seed, feistel_keys
 from cuzk_ray.filecoin.public_inputs import (
@@ -126,6 +127,14 @@ def test_feistel_is_a_permutation_and_inverts():
     assert sorted(out.tolist()) == list(range(1000))
     assert np.array_equal(invert_permute(out, (1, 2, 3, 4), shape), idx)
     assert not np.array_equal(permute(idx, (1, 2, 5, 4), shape), out)
+
+
+def test_feistel_compiled_loop_equals_numpy():
+    shape = FeistelShape.for_elements(8 << 18)  # an 8 MiB sector's expander domain
+    idx = np.random.default_rng(3).integers(0, 8 << 18, 1000, dtype=np.uint64)
+    keys = feistel_keys(porep_id_for(6))
+    assert np.array_equal(permute_compiled(idx, keys, shape), permute(idx, keys, shape))
+    assert not np.array_equal(permute_compiled(idx, keys[::-1], shape), permute(idx, keys, shape))
 
 
 # --- graph -----------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 
 ROUNDS = 3
 SMALL_BATCH = 256  # below this many messages hashlib's C loop beats ~2,000 numpy calls per batch
+NUMBA_BATCH = 1 << 14  # from this many indices a compiled loop (numba, cached on disk) beats numpy
 
 _U64 = np.uint64
 _IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
@@ -129,7 +130,79 @@ def _cycle_walk(index: np.ndarray, step, keys: tuple[int, ...], shape: FeistelSh
 
 def permute(indices: np.ndarray, keys: tuple[int, ...], shape: FeistelShape) -> np.ndarray:
     """rust's ``feistel::permute`` of every index (uint64 array in, uint64 array out)."""
+    indices = np.asarray(indices, dtype=_U64)
+    if indices.size >= NUMBA_BATCH:
+        return permute_compiled(indices, keys, shape)
     return _cycle_walk(indices, _encode, keys, shape)
+
+
+def permute_compiled(indices: np.ndarray, keys: tuple[int, ...], shape: FeistelShape) -> np.ndarray:
+    """``permute`` as one compiled loop: ~2,000 64-bit operations per BLAKE2b, 3-4 per index."""
+    kernel = _permute_kernel()
+    out = np.empty(np.size(indices), dtype=_U64)
+    kernel(np.ascontiguousarray(indices, dtype=_U64).ravel(), np.array(keys[:ROUNDS], dtype=_U64),
+           _U64(shape.num_elements), _U64(shape.half_bits), _IV, np.array(_SIGMA, dtype=np.int64),
+           np.array(_G_COLUMNS, dtype=np.int64), out)
+    return out.reshape(np.shape(indices))
+
+
+def _permute_loop(indices, keys, num_elements, half_bits, iv, sigma, columns, out):
+    mask = (np.uint64(1) << half_bits) - np.uint64(1)
+    v = np.empty(16, dtype=np.uint64)
+    m = np.zeros(16, dtype=np.uint64)
+    h0 = iv[0] ^ np.uint64(0x01010040)
+    for n in range(indices.size):
+        u = indices[n]
+        while True:
+            left, right = (u >> half_bits) & mask, u & mask
+            for key in keys:
+                m[0], m[1] = _bswap(right), _bswap(key)
+                v[0] = h0
+                v[1:8] = iv[1:8]
+                v[8:16] = iv
+                v[12] ^= np.uint64(16)
+                v[14] = ~v[14]
+                for r in range(12):
+                    for g in range(8):
+                        a, b, c, d = columns[g, 0], columns[g, 1], columns[g, 2], columns[g, 3]
+                        v[a] = v[a] + v[b] + m[sigma[r % 10, 2 * g]]
+                        v[d] = _rotr64(v[d] ^ v[a], 32)
+                        v[c] = v[c] + v[d]
+                        v[b] = _rotr64(v[b] ^ v[c], 24)
+                        v[a] = v[a] + v[b] + m[sigma[r % 10, 2 * g + 1]]
+                        v[d] = _rotr64(v[d] ^ v[a], 16)
+                        v[c] = v[c] + v[d]
+                        v[b] = _rotr64(v[b] ^ v[c], 63)
+                left, right = right, left ^ (_bswap(h0 ^ v[0] ^ v[8]) & mask)
+            u = (left << half_bits) | right
+            if u < num_elements:
+                break
+        out[n] = u
+
+
+def _rotr64_py(x, n):
+    return (x >> np.uint64(n)) | (x << np.uint64(64 - n))
+
+
+def _bswap_py(x):
+    y = np.uint64(0)
+    for i in range(8):
+        y = (y << np.uint64(8)) | ((x >> np.uint64(8 * i)) & np.uint64(0xFF))
+    return y
+
+
+def _permute_kernel():
+    """``_permute_loop`` compiled on first use (numba imported only then; cached on disk)."""
+    global _KERNEL, _rotr64, _bswap
+    if _KERNEL is None:
+        from numba import njit
+
+        _rotr64, _bswap = njit(_rotr64_py), njit(_bswap_py)
+        _KERNEL = njit(nogil=True, cache=True)(_permute_loop)
+    return _KERNEL
+
+
+_KERNEL = _rotr64 = _bswap = None
 
 
 def invert_permute(indices: np.ndarray, keys: tuple[int, ...], shape: FeistelShape) -> np.ndarray:
