@@ -130,13 +130,13 @@ def _partitions_inputs(config: PoRepConfig, data: SealPublicData, ks: list[int],
     tree_d = tree_levels(nodes, 2)
     tree_c = tree_levels(nodes, shape.base_arity, shape.sub_arity, shape.top_arity)
     challenges = [porep_challenges(config, rid, data.comm_r, data.seed, k) for k in ks]
-    parents = graph.parents_of([c for cs in challenges for c in cs]).tolist()
+    rows = iter(graph.parents_of([c for cs in challenges for c in cs]).tolist())
     out = []
     for cs in challenges:
         inputs = [int.from_bytes(rid, "little"), comm_d, comm_r]
         for challenge in cs:
             inputs.append(path_index_input(challenge, nodes, tree_d))
-            inputs += [path_index_input(p, nodes, tree_c) for p in parents.pop(0)]
+            inputs += [path_index_input(p, nodes, tree_c) for p in next(rows)]
             inputs.append(challenge)  # u64_into_fr
             inputs.append(path_index_input(challenge, nodes, tree_c))  # tree R_last: tree C's shape
             inputs.append(path_index_input(challenge, nodes, tree_c))
