@@ -5,6 +5,7 @@
     cuzk-ray groth16 verify VK.json PUBLIC.json PROOF.json      (or --manifest OUT/manifest.json)
     cuzk-ray zkey export verificationkey CIRCUIT.zkey VK.json
     cuzk-ray prove [key=value ...]                              (= python jobs/prove.py [key=value ...])
+    cuzk-ray filecoin VERB ...                                  (Filecoin PoRep: cuzk-ray filecoin --help)
 
 ``groth16 prove`` with one witness and two .json paths writes exactly those two files, as
 snarkjs does (the job runs in a temporary folder beside PROOF.json, removed at the end). With
@@ -152,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         parser().print_help()
         return 0 if argv else 2
+    if argv[0] == "filecoin":  # argparse verbs of their own (no Hydra overrides)
+        from .filecoin.commands import main as filecoin_main
+
+        return filecoin_main(argv[1:])
     words, overrides = split_overrides(argv)
     try:
         if words[:2] == ["groth16", "prove"]:
