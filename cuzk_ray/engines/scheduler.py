@@ -66,6 +66,12 @@ class Executor(Protocol):
     def pw(self, requested: int | None) -> int:
         """Partitions in flight it takes: ``requested``, or its default for None."""
 
+    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> object:
+        """Make a key available to its provers (resident on them now with ``warm``)."""
+
+    def remove_key(self, key_id: str) -> None:
+        """Drop a key from its provers (none of its partitions in flight)."""
+
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Start ``work`` (``spec``: the circuit's synthesis spec for it); sets ``work.prover``."""
 
