@@ -81,7 +81,8 @@ class ServiceClient:
                     raise Unreachable(f"HTTP {e.code}: {text}") from None
                 return e.code, {"error": text}
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
-            raise Unreachable(str(getattr(e, "reason", None) or e)) from None
+            reason = getattr(e, "reason", None) or e
+            raise Unreachable(getattr(reason, "strerror", None) or str(reason)) from None
 
     def outage(self, why: str) -> None:
         """A failed attempt: the first of an outage is said; past reconnect_s (or before the service
