@@ -56,11 +56,12 @@ def run_job(overrides: list[str], verbose: bool, zkey: str | None = None, witnes
     a circom circuit's zkey and witnesses set directly (paths need no Hydra quoting)."""
     from .console import Console
     from .errors import Interrupted, exit_with_error
-    from .job import compose, refuse_additions, run
+    from .job import compose, expand_powers, refuse_additions, run
 
     console = None
     try:
         refuse_additions(overrides)
+        overrides = expand_powers(overrides)
         extra = ["circuit=snarkjs"] if zkey is not None else []
         cfg = compose(extra + overrides)
         if zkey is not None:

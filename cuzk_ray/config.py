@@ -58,6 +58,7 @@ class ServiceConf:
     preload: bool = True  # make the config's circuit key resident at start (/healthz is 200 once its provers are up)
     priority: str = "normal"  # client: the priority of the proofs it submits
     poll_s: float = 0.5  # client: seconds between status polls
+    reconnect_s: float = 300.0  # client: how long a service that stops answering (a restart) is waited for
 
 
 @dataclass
@@ -118,6 +119,10 @@ def check_job_values(cfg: dict) -> None:
     for name in ("seed", "setup_seed"):
         if cfg[name] < 0:
             raise ValueError(f"{name}={cfg[name]}: must be at least 0")
+    reconnect = (cfg.get("service") or {}).get("reconnect_s")
+    if reconnect is not None and not reconnect >= 0:
+        raise ValueError(f"service.reconnect_s={reconnect}: must be at least 0 (seconds a restarting service is "
+                         f"waited for)")
     if cfg.get("warmup") is not None and cfg["warmup"] < 0:  # bench only
         raise ValueError(f"warmup={cfg['warmup']}: must be at least 0")
     if cfg.get("sample_s") is not None and not cfg["sample_s"] > 0:  # bench only

@@ -17,10 +17,11 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from dataclasses import fields, is_dataclass
+from dataclasses import Field, fields, is_dataclass
 from pathlib import Path
 
 from .console import LOG_FILE, Console, Progress
+from .signals import STOP_SIGNALS, signal_name, sigterm_interrupts
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the checkout's (an editable install's) conf/
 
@@ -28,8 +29,21 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the checkout's (an
 def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int:
     """Prove the batch ``cfg`` describes (a plain dict: OmegaConf.to_container of conf/config.yaml);
     returns the exit code. Known failures raise errors.* / ValueError (errors.exit_with_error turns
-    them into one line), SIGINT raises errors.Interrupted after the partial manifest is written.
-    ``scratch``: output_dir is the command's temporary folder (removed after): not named at the end."""
+    them into one line), SIGINT and SIGTERM raise errors.Interrupted after the partial manifest is
+    written. ``scratch``: output_dir is the command's temporary folder (removed after): not named at
+    the end."""
+    console = console or Console(verbose=bool(cfg.get("verbose")))
+    check_output_dir_value(cfg["output_dir"])
+    with sigterm_interrupts():  # SIGTERM (timeout, systemd, `ray job stop`) stops the job as Ctrl-C does
+        if (cfg.get("service") or {}).get("url"):  # the batch goes to a running service (same outputs)
+            from .service.client import run_client
+
+            return run_client(cfg, console, scratch)
+        return run_local(cfg, console, scratch)
+
+
+def run_local(cfg: dict, console: Console, scratch: bool = False) -> int:
+    """run() for a batch proved here (this process or Ray), not by a service."""
     from . import outputs
     from .backends import resolve_backend_name
     from .circuits import make_circuit
@@ -37,11 +51,6 @@ def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int
     from .engines import EngineSettings
     from .errors import Interrupted, OutputError
 
-    console = console or Console(verbose=bool(cfg.get("verbose")))
-    if (cfg.get("service") or {}).get("url"):  # the batch goes to a running service (same outputs)
-        from .service.client import run_client
-
-        return run_client(cfg, console, scratch)
     settings = EngineSettings.from_config(cfg)  # a bad engine, backend or size fails here, before any work
     check_job_values(cfg)  # proofs, seeds: refused out of range, never clamped
     circuit = make_circuit(cfg["circuit"])
@@ -53,8 +62,8 @@ def run(cfg: dict, console: Console | None = None, scratch: bool = False) -> int
         console.log_to(out.path / LOG_FILE)
         try:
             return prove(cfg, settings, circuit, out, console, scratch)
-        except KeyboardInterrupt:
-            raise Interrupted(stopped(out, "SIGINT", "interrupted")) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (signals.Terminated)
+            raise Interrupted(stopped(out, signal_name(e), "interrupted")) from None
         except OutputError as e:
             raise OutputError(f"{e}; {stopped(out, str(e), 'stopped')}" if out.started else str(e)) from None
         except Exception as e:  # a bug or a lost cluster: keep the partial manifest, and the traceback
@@ -69,7 +78,8 @@ def stopped(out, why: str, word: str) -> str:
 
     if not out.started:
         return f"{word} before any proof was written to {out.path}"
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the manifest in half
+    for sig in STOP_SIGNALS:  # a second Ctrl-C or SIGTERM must not cut the manifest in half
+        signal.signal(sig, signal.SIG_IGN)
     try:
         path = out.finish({}, {}, stopped=why)
         where = f"listed in {path}"
@@ -99,9 +109,12 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     from .engines import open_engine
     from .engines.admission import check_budget, partition_host_bytes
     from .engines.choice import choose_engine, resolved
+    from .engines.ray_env import embedded
+    from .engines.ray_lines import warn_full_disk
     from .engines.report import load_line, memory_line, memory_record, stage_table
     from .errors import ProofFailed
     from .formats.native import file_sha256
+    from .keystore import insecure_line
     from .preflight import preflight
 
     say = console.say
@@ -114,6 +127,8 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
         choice = choose_engine(settings, proofs * circuit.partitions, domain)
         settings = resolved(settings, choice)
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
+    if settings.engine == "ray" and settings.ray.get("temp_dir") and embedded(settings.ray):
+        warn_full_disk(settings.ray["temp_dir"])  # once, before Ray would say it every 10 s
     # Everything that can reject the input runs before output_dir is written.
     t0 = time.perf_counter()
     pk, cs, key_info = circuit.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
@@ -124,8 +139,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     setup_seed = pk.meta.get("seed") if insecure else None
     if insecure:  # on every run that uses such a key, not only the one that made it
-        say(f"INSECURE: {key_info['key']} comes from the development setup (setup_seed={setup_seed}): anyone "
-            f"who knows the seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
+        say(insecure_line(key_info["key"], setup_seed))
     check_budget(settings.host_budget, partition_host_bytes(circuit, pk.domain_size, settings.backend),
                  circuit.circuit_id)
     witness = tuple(circuit.witness) if circuit.kind == "snarkjs" else ()
@@ -186,19 +200,56 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
 OVERRIDE = re.compile(r"^(\+{0,2})([A-Za-z_][\w.]*)(@[\w.]+)?(=|~)")
 
 
-def schema_keys(node=None, prefix: str = "") -> list[str]:
-    """Every dotted key of the job's schema (config.ProveConf), for "did you mean" hints."""
+def schema_fields(node=None, prefix: str = "") -> dict[str, Field]:
+    """Every dotted key of the job's schema (config.ProveConf) with its dataclass field."""
     from .config import ProveConf
 
     node = node or ProveConf
-    keys = []
+    out = {}
     for f in fields(node):
         key = f"{prefix}{f.name}"
-        keys.append(key)
+        out[key] = f
         default = f.default_factory() if callable(f.default_factory) else f.default
         if is_dataclass(default):
-            keys.extend(schema_keys(type(default), f"{key}."))
-    return keys
+            out.update(schema_fields(type(default), f"{key}."))
+    return out
+
+
+def schema_keys(node=None, prefix: str = "") -> list[str]:
+    """Every dotted key of the job's schema (config.ProveConf), for "did you mean" hints."""
+    return list(schema_fields(node, prefix))
+
+
+POWER = re.compile(r"^(['\"]?)(\d+)\s*(?:\^|\*\*)\s*(\d+)\1$")  # 2^24, 2**24, '2^24'
+INT_TYPES = ("int", "int | None")  # the schema's annotations (strings: from __future__ import annotations)
+INT_MAX = 2**63 - 1  # OmegaConf's ints are Python's; the job's sizes and seeds must fit an int64
+
+
+def expand_powers(argv: list[str], schema=None) -> list[str]:
+    """``key=N^K`` and ``key=N**K`` (the README's ``circuit.constraints=2^24``) written as the
+    number, for keys the schema types as an int: Hydra's override grammar has no ``^`` (its lexer
+    fails with a multi-line LexerNoViableAltException) and would take ``2**24`` as a string that
+    is not an int. Other arguments are returned as they are; a power beyond an int64 is refused."""
+    ints = {k for k, f in schema_fields(schema).items() if f.type in INT_TYPES}
+    out = []
+    for a in argv:
+        m = OVERRIDE.match(a)
+        power = POWER.match(a[m.end():]) if m and m.group(4) == "=" else None
+        if power and m.group(2) in ints:
+            value = int(power.group(2)) ** int(power.group(3)) if int(power.group(3)) < 64 else INT_MAX + 1
+            if value > INT_MAX:
+                raise ValueError(f"{a}: {a[m.end():]} is larger than an int64 ({INT_MAX})")
+            a = f"{a[:m.end()]}{value}"
+        out.append(a)
+    return out
+
+
+def check_output_dir_value(value) -> None:
+    """Refuse an empty output_dir (``output_dir=``): the run would be written into the working
+    directory, mixed with whatever is there."""
+    if value is None or not str(value).strip():
+        raise ValueError("output_dir= is empty: name a folder for the run (default outputs/prove); an empty "
+                         "one would write it into the current directory")
 
 
 def refuse_additions(argv: list[str], schema=None) -> None:
@@ -237,10 +288,50 @@ def precheck_output_dir(argv: list[str]) -> None:
     by a running job (whose record Hydra would overwrite), is refused here first (OutputError)."""
     path = output_dir_override(argv)
     if path is not None:
+        check_output_dir_value(path)
         from .outputs import OutputDir, ensure_dir
 
         OutputDir.check_not_locked(path)
         ensure_dir(path)
+
+
+# Hydra's flags that take a value (the value is not an override), and those that make a run of
+# another kind (help, multirun sweeps, another config), whose overrides Hydra checks itself.
+VALUE_FLAGS = frozenset({"--cfg", "-c", "--package", "-p", "--info", "-i"})
+OTHER_RUNS = frozenset({"--help", "-h", "--hydra-help", "--multirun", "-m", "--config-name", "-cn",
+                        "--config-path", "-cp", "--config-dir", "-cd", "--run", "-r", "--shell-completion",
+                        "-sc", "--experimental-rerun"})
+
+
+def command_overrides(argv: list[str]) -> list[str] | None:
+    """The ``key=value`` overrides of a Hydra app's command line (flags and their values left out),
+    or None for a run of another kind (OTHER_RUNS) or ``hydra.*`` keys (Hydra's own)."""
+    if any(a.split("=")[0] in OTHER_RUNS for a in argv):
+        return None
+    out, skip = [], False
+    for a in argv:
+        if skip or a.startswith("-"):
+            skip = not skip and a in VALUE_FLAGS
+            continue
+        if a.lstrip("+~").split(".")[0].split("=")[0] != "hydra":
+            out.append(a)
+    return out
+
+
+def precheck_argv(argv: list[str], config_name: str = "config") -> list[str]:
+    """A Hydra job's command line checked before Hydra parses it (it exits 1 with a multi-line
+    error for a bad override, after writing .hydra/): keys the schema lacks and ``+key`` refused
+    (refuse_additions), ``2^k`` written as the number (expand_powers), every override composed
+    once (bad syntax, wrong types: ValueError, one line), output_dir checked (precheck_output_dir).
+    Returns the command line to give Hydra."""
+    refuse_additions(argv)
+    argv = expand_powers(argv)
+    overrides = command_overrides(argv)
+    if overrides is not None:
+        cfg = compose(overrides, config_name)
+        check_output_dir_value(cfg["output_dir"])
+    precheck_output_dir(argv)
+    return argv
 
 
 def compose(overrides: list[str], config_name: str = "config") -> dict:
@@ -264,7 +355,19 @@ def compose(overrides: list[str], config_name: str = "config") -> dict:
             cfg = hydra_compose(config_name=config_name, overrides=list(overrides))
         plain = OmegaConf.to_container(cfg, resolve=True)
     except (HydraException, OmegaConfBaseException) as e:
-        first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
-        raise ValueError(f"bad override: {first}") from None
+        raise ValueError(f"bad override: {hydra_error_line(e)}") from None
     plain.pop("hydra", None)
     return plain
+
+
+def hydra_error_line(e: BaseException) -> str:
+    """One line for Hydra's error ``e``: its first line, the character its caret line points at
+    (a syntax error), and the first line of its cause (a wrong type: "Value 'abc' ... Integer")."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+    line = lines[0].strip()
+    caret = next((ln for ln in lines[1:] if ln.strip() == "^"), None)
+    if caret is not None and caret.index("^") < len(lines[0]):
+        line += f" (unexpected {lines[0][caret.index('^')]!r}; quote such a value: key='...')"
+    if e.__cause__ is not None:
+        line += f": {next((ln.strip() for ln in str(e.__cause__).splitlines() if ln.strip()), '')}"
+    return line

@@ -17,6 +17,12 @@ from .groth16.setup import dev_setup_bundle
 log = logging.getLogger(__name__)
 
 
+def insecure_line(key: str, setup_seed: int | None) -> str:
+    """The line every run with a development key prints (local or through the service)."""
+    return (f"INSECURE: {key} comes from the development setup (setup_seed={setup_seed}): anyone who knows the "
+            f"seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
+
+
 def dev_key_path(circuit, cache_dir, setup_seed: int = 0) -> Path:
     """Where the dev key of ``circuit`` made with ``setup_seed`` is cached (a bundle directory)."""
     return Path(cache_dir).expanduser() / "keys" / f"{circuit.circuit_id}-setup{setup_seed}"

@@ -42,9 +42,7 @@ import fcntl
 import hashlib
 import json
 import os
-import signal
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -59,6 +57,7 @@ from .formats.snarkjs_json import (
     verification_key_json,
     write_bytes_atomic,
 )
+from .signals import stop_signals_deferred
 
 MANIFEST = "manifest.json"
 PARTIAL = "manifest.partial.json"
@@ -90,23 +89,6 @@ def _guard(path) -> Iterator[None]:
         yield
     except OSError as e:
         raise _os_error(path, e) from None
-
-
-@contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Hold SIGINT back while a partition's files and journal line are written, so an interrupt
-    never leaves files on disk that the journal does not list; it is raised right after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(1))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
 
 
 # ensure_dir writes this much in a probe file: a disk too full for Hydra's record of the run
@@ -428,7 +410,7 @@ class OutputDir:
             synthesis_node=res.synthesis_node, prover_node=res.prover_node,
             seconds={k: round(v, 6) for k, v in res.times.items()},
             witness=info.get("witness"), witness_sha256=info.get("witness_sha256"))
-        with _sigint_deferred():
+        with stop_signals_deferred():
             with _guard(d):
                 d.mkdir(parents=True, exist_ok=True)
             with _guard(d / "proof.json"):

@@ -309,6 +309,27 @@ def machine_have(key_dir: str, object_store: int | None = None, vram_free: int |
     return Have(shutil.disk_usage(path).free, host_available_bytes(), object_store, vram_free)
 
 
+RAY_DISK_LIMIT_ENV = "RAY_local_fs_capacity_threshold"  # Ray's limit on its spill disk's use (default 0.95)
+
+
+def disk_over_ray_limit(path: str) -> tuple[str, float, float, float] | None:
+    """(path, percent used, free GiB, capacity GiB) of the file system at ``path`` (or its nearest
+    existing parent: Ray's temp dir, where it spills objects) when its use is over Ray's limit,
+    which Ray's raylet then warns about every 10 s; None when it is not (or cannot be read)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    try:
+        usage = shutil.disk_usage(path)
+        limit = float(os.environ.get(RAY_DISK_LIMIT_ENV, "0.95"))
+    except (OSError, ValueError):
+        return None
+    used = 1 - usage.free / usage.total if usage.total else 0.0
+    if used < limit:
+        return None
+    return path, 100 * used, usage.free / GIB, usage.total / GIB
+
+
 def host_available_bytes() -> int:
     """MemAvailable from /proc/meminfo (what can be allocated without swapping), else total RAM."""
     try:

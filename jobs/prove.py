@@ -52,7 +52,7 @@ if __name__ == "__main__":
     import os
 
     from cuzk_ray.errors import exit_with_error
-    from cuzk_ray.job import precheck_output_dir, refuse_additions
+    from cuzk_ray.job import precheck_argv
 
     # Nothing this job writes is group- or world-writable whatever the umask: Hydra's .hydra/ and
     # prove.log as well as the outputs (which write_bytes_atomic makes 0644 by itself).
@@ -61,8 +61,8 @@ if __name__ == "__main__":
         VERBOSE.append("--verbose")
         sys.argv = [a for a in sys.argv if a != "--verbose"]
     try:
-        refuse_additions(sys.argv[1:])  # before Hydra: it would write .hydra/ for a run that cannot start
-        precheck_output_dir(sys.argv[1:])
+        # before Hydra: it would write .hydra/ for a run that cannot start, and say so in many lines
+        sys.argv[1:] = precheck_argv(sys.argv[1:])
     except Exception as _e:  # noqa: BLE001  one line, exit 2 (OutputError, ValueError)
         sys.exit(exit_with_error(_e))
     try:

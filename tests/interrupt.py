@@ -39,12 +39,14 @@ def wait_for_entries(out: Path, k: int, job: subprocess.Popen) -> None:
     raise AssertionError(f"the job ended (rc {job.poll()}) before {k} partitions were on disk")
 
 
-def interrupt_mid_batch(job: subprocess.Popen, out: Path, k: int = 3) -> tuple[str, str, int]:
-    """SIGINT once k partitions are on disk; checks exit 130, no traceback and the one last line,
-    and returns (stdout, stderr, partitions the line says were kept)."""
+def interrupt_mid_batch(job: subprocess.Popen, out: Path, k: int = 3,
+                        sig: int = signal.SIGINT) -> tuple[str, str, int]:
+    """SIGINT (or ``sig``: SIGTERM ends the job the same way) once k partitions are on disk;
+    checks exit 130, no traceback and the one last line, and returns (stdout, stderr, partitions
+    the line says were kept)."""
     wait_for_entries(out, k, job)
-    os.kill(job.pid, signal.SIGSTOP)  # deterministic: the SIGINT lands mid-batch, never after the end
-    os.kill(job.pid, signal.SIGINT)
+    os.kill(job.pid, signal.SIGSTOP)  # deterministic: the signal lands mid-batch, never after the end
+    os.kill(job.pid, sig)
     os.kill(job.pid, signal.SIGCONT)
     stdout, stderr = job.communicate(timeout=300)
     assert job.returncode == 130, stdout + stderr

@@ -153,6 +153,21 @@ def test_plus_key_and_unknown_keys_are_refused_in_one_line(tmp_path):
     assert res.returncode == 0 and re.search(r"^proofs: 2$", res.stdout, re.M), res.stdout + res.stderr
 
 
+def test_empty_output_dir_is_refused_by_the_command(tmp_path):
+    """`output_dir=` or `-o ''` would write the run into the working directory (issue 28)."""
+    for args in (["prove", "output_dir="], ["prove", "-o", ""], ["groth16", "prove", LINEAR / "linear.zkey", LINEAR,
+                                                               "-o", ""]):
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert res.stderr.strip().splitlines() == ["error: output_dir= is empty: name a folder for the run (default "
+                                                   "outputs/prove); an empty one would write it into the current "
+                                                   "directory"]
+        assert list(tmp_path.iterdir()) == []
+    # twin: 2^k is taken by the command too (the same expansion as jobs/prove.py's)
+    res = cli("prove", "circuit.constraints=2^x", cwd=tmp_path)
+    assert res.returncode == 2 and last(res.stderr).startswith("error: bad override: LexerNoViableAltException")
+
+
 def test_prove_job_takes_a_single_unbracketed_witness(tmp_path, cache):
     out = tmp_path / "out"
     res = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit=snarkjs",

@@ -133,3 +133,34 @@ def test_local_engine_writes_the_same_contract(tmp_path, cache_dir, snarkjs):
     res = run_job("engine=spark", f"output_dir={tmp_path / 'o2'}", f"cache_dir={cache_dir}")
     assert res.returncode == 2
     assert res.stderr.strip().splitlines()[-1] == "error: engine='spark' is not one of auto, ray, local"
+
+
+def test_constraints_as_a_power_of_two_as_the_readme_writes_it(tmp_path, cache_dir):
+    """`circuit.constraints=2^k` (and 2**k) is the number; Hydra's own grammar has no '^' (issue 28)."""
+    out = tmp_path / "out"
+    res = run_job("circuit.constraints=2^8", "circuit.partitions=1", f"output_dir={out}",
+                  f"cache_dir={cache_dir}")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "engine: local (auto: no cluster given and 1 partition(s) x 2^8 fits one process" in res.stdout
+    assert json.loads((out / "manifest.json").read_text())["run"]["circuit_id"].startswith("porep-c256-")
+    res = run_job("circuit.constraints=2**8", "--cfg", "job")
+    assert res.returncode == 0 and "  constraints: 256\n" in res.stdout, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("override,message", [
+    ("circuit.constraints=2^x", "error: bad override: LexerNoViableAltException: circuit.constraints=2^x "
+                                "(unexpected '^'; quote such a value: key='...')"),
+    ("pw=abc", "error: bad override: Error merging override pw=abc: Value 'abc' of type 'str' could not be "
+               "converted to Integer"),
+    ("circuit.constraints=2^64", "error: circuit.constraints=2^64: 2^64 is larger than an int64 "
+                                 "(9223372036854775807)"),
+    ("output_dir=", "error: output_dir= is empty: name a folder for the run (default outputs/prove); an empty one "
+                    "would write it into the current directory"),
+])
+def test_every_bad_override_is_one_line_and_writes_nothing(tmp_path, override, message):
+    """Negative twins of the test above: bad syntax, a wrong type, a power too large, an empty
+    output_dir: one line, exit 2 (Hydra's own were many lines and exit 1, after writing .hydra/)."""
+    res = run_job(override, cwd=tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [message]
+    assert list(tmp_path.iterdir()) == []  # nothing written where it ran (output_dir= wrote .hydra/ there)

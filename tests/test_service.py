@@ -332,6 +332,7 @@ def test_prove_job_with_service_url_writes_the_manifest_of_a_local_run(svc, tmp_
     res = prove_job(f"output_dir={remote}", f"service.url={svc.url}", *common)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"sent to {svc.url}" in res.stdout and "6/6 partitions verified" in res.stdout
+    assert "INSECURE: " in res.stdout and "comes from the development setup (setup_seed=0)" in res.stdout
     m_local, m_remote = (json.loads((d / "manifest.json").read_text()) for d in (local, remote))
     assert m_local["complete"] and m_remote["complete"]
     for k in ("run", "verification_key", "verification_key_sha256", "insecure_dev_setup", "setup_seed", "circuit"):
@@ -409,6 +410,7 @@ def test_prove_job_with_service_url_for_circom_witnesses(svc, tmp_path, snarkjs)
     assert res.returncode == 0, res.stdout + res.stderr
     res = prove_job(f"output_dir={remote}", f"service.url={svc.url}", *common)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "INSECURE" not in res.stdout + res.stderr  # a ceremony key (the zkey): the twin of the dev key's line
     m_local, m_remote = (json.loads((d / "manifest.json").read_text()) for d in (local, remote))
     assert m_local["run"] == m_remote["run"] and m_remote["complete"]
     ids = [(e["proof_id"], e["witness"], e["witness_sha256"], e["public_sha256"]) for e in m_remote["proofs"]]

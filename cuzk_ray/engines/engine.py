@@ -150,8 +150,10 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
         settings = resolved(settings, choose_engine(settings, circuit.partitions, pk.domain_size))
     if settings.engine == "ray":
         from ..backends import visible_gpus
+        from ..signals import reinstall
         from .choice import cluster_address
         from .ray_env import prepare_env, restore_env
+        from .ray_lines import quiet_ray_lines
         from .ray_setup import prepare_embedded_auth
 
         # both before ray is first imported (ray_executor imports it)
@@ -169,6 +171,8 @@ def open_engine(settings: EngineSettings, pk, cs, circuit, around=None):
             started = init_ray(settings.ray, store)
         finally:
             restore_env(added)
+        reinstall()  # ray.init replaced a job's SIGTERM handler with its own (a stack dump, exit 15)
+        quiet_ray_lines(bool(settings.ray.get("verbose")))  # Ray's repeated disk warning, once in our words
     try:
         with around if around is not None else nullcontext():
             engine = Engine(settings, pk, cs, circuit)

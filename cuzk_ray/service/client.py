@@ -11,7 +11,9 @@ pairing check) before it is written, as a local run checks what its provers retu
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
+import logging
 import os
 import time
 import urllib.error
@@ -21,16 +23,46 @@ from ..console import LOG_FILE, Console, Progress
 from ..engines.types import PartitionResult, batch_proof_id
 from .models import one_line
 
+log = logging.getLogger(__name__)
+
 TIMEOUT_S = 60  # one HTTP request
+RECONNECT_S = 300.0  # service.reconnect_s's default: how long an outage (a restart) is waited out
+RETRY_S = 1.0  # seconds between attempts while the service is unreachable
+UNAVAILABLE = (502, 503, 504)  # a proxy in front, or Serve's, while the service behind it restarts
+
+
+class Unreachable(Exception):
+    """Nothing (or not the service: a non-JSON answer) answered at the URL; the message says why."""
 
 
 class ServiceClient:
-    """The service's HTTP API, each answer (status, JSON); a failure to connect is one line."""
+    """The service's HTTP API, each answer (status, JSON). A service that stops answering (a
+    restart) is waited for up to ``reconnect_s`` seconds, said once per outage through ``say``
+    and again when it is back; after that, or when it never answered yet (a wrong URL), a
+    failure to connect is one line (RuntimeError). ``say``: a callable taking one line (default:
+    the cuzk_ray.service.client logger's warnings). Every call may be repeated: a submit carries
+    its request_id, which the service answers with the same proof."""
 
-    def __init__(self, url: str, token: str):
+    def __init__(self, url: str, token: str, reconnect_s: float = RECONNECT_S, say=None, retry_s: float = RETRY_S):
         self.url, self.token = url.rstrip("/"), token
+        self.reconnect_s, self.retry_s = float(reconnect_s), float(retry_s)
+        self.say = say or log.warning
+        self.answered = False  # a service answered here once: from then on an outage is waited out
+        self.down_since: float | None = None
 
     def call(self, method: str, path: str, body=None) -> tuple[int, dict]:
+        while True:
+            try:
+                answer = self.once(method, path, body)
+            except Unreachable as e:
+                self.outage(str(e))
+                time.sleep(self.retry_s)
+                continue
+            self.back()
+            return answer
+
+    def once(self, method: str, path: str, body=None) -> tuple[int, dict]:
+        """One request: (status, JSON answer); Unreachable when no service answered it."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {self.token}")
@@ -43,12 +75,33 @@ class ServiceClient:
             raw = e.read()
             try:
                 return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, {"error": one_line(raw.decode(errors="replace"), 200) or e.reason}
-        except (urllib.error.URLError, OSError) as e:
-            why = getattr(e, "reason", e)
-            raise RuntimeError(f"service.url={self.url}: cannot reach the service ({why}); is jobs/serve.py "
-                               f"running there?") from None
+            except ValueError:  # not the service's JSON: a proxy's page, or Serve before the app is up
+                text = one_line(raw.decode(errors="replace"), 200) or e.reason
+                if e.code in UNAVAILABLE or e.code == 404:
+                    raise Unreachable(f"HTTP {e.code}: {text}") from None
+                return e.code, {"error": text}
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            reason = getattr(e, "reason", None) or e
+            raise Unreachable(getattr(reason, "strerror", None) or str(reason)) from None
+
+    def outage(self, why: str) -> None:
+        """A failed attempt: the first of an outage is said; past reconnect_s (or before the service
+        ever answered) it is the one-line error."""
+        now = time.monotonic()
+        since = now if self.down_since is None else self.down_since
+        if not self.answered or now - since >= self.reconnect_s:
+            waited = f" for {now - since:.0f} s (service.reconnect_s={self.reconnect_s:g})" if self.answered else ""
+            raise RuntimeError(f"service.url={self.url}: cannot reach the service ({why}){waited}; is jobs/serve.py "
+                               f"running there?")
+        if self.down_since is None:
+            self.down_since = now
+            self.say(f"service at {self.url} unreachable ({why}); retrying for up to {self.reconnect_s:g} s")
+
+    def back(self) -> None:
+        """An answer came: say so if it ends an outage."""
+        if self.down_since is not None:
+            self.say(f"service at {self.url} is back after {time.monotonic() - self.down_since:.0f} s; resuming")
+        self.answered, self.down_since = True, None
 
     def expect(self, method: str, path: str, ok: tuple[int, ...], body=None) -> dict:
         code, ans = self.call(method, path, body)
@@ -84,13 +137,14 @@ def run_client(cfg: dict, console: Console, scratch: bool = False) -> int:
     from ..config import check_job_values
     from ..errors import Interrupted
     from ..outputs import OutputDir
+    from ..signals import signal_name
     from .tokens import read_token, token_path
 
     check_job_values(cfg)
     circuit = make_circuit(cfg["circuit"])
     s = cfg["service"]
     token = s.get("token") or read_token(token_path(cfg))
-    client = ServiceClient(s["url"], token)
+    client = ServiceClient(s["url"], token, s.get("reconnect_s", RECONNECT_S), console.say)
     code, ans = client.call("GET", "/healthz")
     if code != 200:
         raise RuntimeError(f"service.url={client.url}: not ready ({ans.get('error', code)})")
@@ -99,10 +153,10 @@ def run_client(cfg: dict, console: Console, scratch: bool = False) -> int:
         console.log_to(out.path / LOG_FILE)
         try:
             return collect(cfg, circuit, client, out, console, scratch)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (signals.Terminated)
             kept = f"{len(out.entries)} verified partition(s) kept in {out.path}"
             if out.started:
-                out.finish({}, {}, stopped="SIGINT")
+                out.finish({}, {}, stopped=signal_name(e))
             raise Interrupted(f"{kept}; the service goes on proving the batch: rerun with resume=true to "
                               f"collect it") from None
 
@@ -113,6 +167,7 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
     from ..formats.native import file_sha256
     from ..formats.snarkjs_json import proof_from_json, public_from_json, verification_key_from_json
     from ..groth16.verifier import verify
+    from ..keystore import insecure_line
     from ..outputs import RunIdentity
 
     say, t0 = console.say, time.perf_counter()
@@ -144,6 +199,8 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
                     identity = service_identity(cfg, res, vk, proofs, circuit, RunIdentity)
                     out.start(identity, vk, len(vk.ic) - 1)
                     key = res.get("key")
+                    if identity.insecure_dev_setup:  # the line a local run prints, on every run
+                        say(insecure_line(key or identity.circuit_id, identity.setup_seed))
                 for k, part in enumerate(res["partitions"]):
                     if (names[i], k) in out.entries:  # on disk already (resume)
                         continue
