@@ -2,18 +2,25 @@
 submitted, both process groups killed with SIGKILL mid-batch, both started again on the same
 db: every accepted proof completed and verified by snarkjs, the proof done before the kill still
 answers (its files untouched), the cancelled one stays cancelled, and no partition is proved twice
-into the results (a proof cut short resumes from its journal)."""
+into the results (a proof cut short resumes from its journal). A batch client
+(`jobs/prove.py service.url=...`, issue 28) runs through the outage: it waits for the service to
+come back (service.reconnect_s), finishes with exit 0 and every partition verified."""
 
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from cluster import LocalCluster
 from conftest import snarkjs_verify, snarkjs_verify_many
-from service import ServiceProcess
+from service import ROOT, ServiceProcess
+
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.groth16.verifier import verify
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -21,11 +28,20 @@ P = 8  # partitions per proof (a proof seen with <= P - 4 done still has 4 to go
 SMALL = {"kind": "porep", "constraints": 256, "partitions": P}
 
 
-def start(tmp, cache, name):
+def start(tmp, cache, name, port=None):
     cluster = LocalCluster(tmp / name, nodes=1, cpus=4)
     svc = ServiceProcess(tmp, f"ray.address={cluster.address}", "pw=1", "circuit.constraints=256",
-                         f"circuit.partitions={P}", cache=cache, log_name=f"serve-{name}.log")
+                         f"circuit.partitions={P}", cache=cache, log_name=f"serve-{name}.log", port=port)
     return cluster, svc
+
+
+def batch_client(tmp, svc, cache) -> subprocess.Popen:
+    """jobs/prove.py service.url=...: two proofs of the service's circuit, written under tmp/client."""
+    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), f"service.url={svc.url}", f"cache_dir={cache}",
+           "circuit.constraints=256", f"circuit.partitions={P}", "proofs=2", "seed=70", "progress_s=0",
+           f"output_dir={tmp / 'client'}", "service.reconnect_s=300", "service.poll_s=0.2", "service.priority=low"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=open(tmp / "client.log", "w"), stderr=subprocess.STDOUT,
+                            env=svc.env, start_new_session=True)
 
 
 def kill_all(cluster, svc, workers):
@@ -64,13 +80,18 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     cluster, svc = start(tmp_path, cache, "one")
-    workers = []
+    workers, client = [], None
     try:
         svc.wait_ready()
         st = svc.request("GET", "/v1/status")[1]
         workers = [st["engine"]["pid"], *(p["pid"] for p in st["provers"])]
         before = svc.submit("restart-done", dict(SMALL, seed=1))
         svc.wait_state(before)
+        client = batch_client(tmp_path, svc, cache)  # low priority: its two proofs wait behind the five
+        deadline = time.time() + 120
+        while sum(svc.request("GET", "/v1/status")[1]["proofs"][s] for s in ("queued", "running")) < 2:
+            assert time.time() < deadline and client.poll() is None, (tmp_path / "client.log").read_text()
+            time.sleep(0.05)
         batch = [svc.submit(f"restart-{i}", dict(SMALL, seed=10 + i)) for i in range(5)]
         cancelled = svc.submit("restart-cancelled", dict(SMALL, seed=99), priority="low")
         assert svc.request("DELETE", f"/v1/proofs/{cancelled}")[0] == 200
@@ -95,9 +116,22 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
                for p in batch if (results / p / "journal.jsonl").exists()}
     assert any(0 < n < P for n in on_disk.values()), on_disk  # a proof cut short, its partitions on disk
 
-    cluster, svc = start(tmp_path, cache, "two")
+    port = svc.port
+    time.sleep(3)  # the client sees the outage
+    cluster, svc = start(tmp_path, cache, "two", port=port)
     try:
         svc.wait_ready()
+        assert client.wait(timeout=300) == 0, (tmp_path / "client.log").read_text()[-3000:]
+        said = (tmp_path / "client.log").read_text()
+        assert "unreachable" in said and "retrying for up to 300 s" in said and "is back after" in said, said
+        out = tmp_path / "client"
+        entries = json.loads((out / "manifest.json").read_text())["proofs"]
+        assert sorted((e["proof"].split("/")[1], e["partition"]) for e in entries) == \
+            sorted((f"proof-{i:03d}", k) for i in range(2) for k in range(P))  # each partition once
+        vk = read_verification_key(out / "verification_key.json")
+        assert all(verify(vk, read_public(out / e["public"]), read_proof(out / e["proof"])) for e in entries)
+        public = read_public(out / entries[0]["public"])  # the negative twin: a changed input fails
+        assert not verify(vk, [public[0] + 1, *public[1:]], read_proof(out / entries[0]["proof"]))
         for p in batch:
             assert svc.wait_state(p, timeout=180)["partitions_done"] == P
         assert svc.request("GET", f"/v1/proofs/{cancelled}")[1]["state"] == "cancelled"
@@ -130,5 +164,8 @@ def test_sigkill_mid_batch_then_restart_completes_every_accepted_proof(tmp_path,
         svc.wait_text(*said)
         assert "queued and" in svc.wait_text("running proof(s) to complete")
     finally:
+        if client is not None and client.poll() is None:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait()
         assert svc.stop() == 0, svc.text()[-3000:]
         cluster.stop()

@@ -32,7 +32,13 @@ UNAVAILABLE = (502, 503, 504)  # a proxy in front, or Serve's, while the service
 
 
 class Unreachable(Exception):
-    """Nothing (or not the service: a non-JSON answer) answered at the URL; the message says why."""
+    """Nothing (or not the service: a non-JSON answer) answered at the URL, or the service's own
+    ingress said its engine is not available (``ours``: the service is there, starting or
+    restarting); the message says why."""
+
+    def __init__(self, why: str, ours: bool = False):
+        super().__init__(why)
+        self.ours = ours
 
 
 class ServiceClient:
@@ -55,6 +61,7 @@ class ServiceClient:
             try:
                 answer = self.once(method, path, body)
             except Unreachable as e:
+                self.answered |= e.ours  # the service is there: its start (or restart) is waited for
                 self.outage(str(e))
                 time.sleep(self.retry_s)
                 continue
@@ -74,12 +81,16 @@ class ServiceClient:
         except urllib.error.HTTPError as e:
             raw = e.read()
             try:
-                return e.code, json.loads(raw)
+                answer = json.loads(raw)
             except ValueError:  # not the service's JSON: a proxy's page, or Serve before the app is up
                 text = one_line(raw.decode(errors="replace"), 200) or e.reason
                 if e.code in UNAVAILABLE or e.code == 404:
                     raise Unreachable(f"HTTP {e.code}: {text}") from None
                 return e.code, {"error": text}
+            if e.code in UNAVAILABLE:  # the ingress is up, the engine actor behind it is not (yet)
+                raise Unreachable(f"HTTP {e.code}: {one_line(str(answer.get('error', answer)), 200)}", ours=True) \
+                    from None
+            return e.code, answer
         except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", None) or e
             raise Unreachable(getattr(reason, "strerror", None) or str(reason)) from None
