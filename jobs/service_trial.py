@@ -7,6 +7,9 @@
 2. phase A: `jobs/prove.py service.url=... proofs=N` (the batch client) and --circom circom proofs
    sent over HTTP at the same time; s/proof steady state of the batch from the service's own
    database (finish times of its proofs);
+   (--make-key first: the config's development key made in a process of its own, on the GPU when
+   setup_backend allows: the service's engine actor holds no GPU, so its own setup would run on
+   the CPU);
 3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
    is SIGKILLed and the service started again on the same database; the client waits the outage
    out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof
@@ -70,16 +73,16 @@ class Sampler:
 class Service:
     """jobs/serve.py in its own process group (its embedded Ray with it)."""
 
-    def __init__(self, out: Path, port: int, overrides: list[str], name: str):
-        self.url, self.out = f"http://127.0.0.1:{port}", out
-        cmd = [sys.executable, str(ROOT / "jobs" / "serve.py"), f"cache_dir={out / 'cache'}", f"service.port={port}",
+    def __init__(self, out: Path, cache: Path, port: int, overrides: list[str], name: str):
+        self.url, self.out, self.cache = f"http://127.0.0.1:{port}", out, cache
+        cmd = [sys.executable, str(ROOT / "jobs" / "serve.py"), f"cache_dir={cache}", f"service.port={port}",
                f"service.input_roots=[{out},{ROOT / 'tests' / 'fixtures'}]", *overrides]
         self.log = open(out / f"serve-{name}.log", "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
     def request(self, method: str, path: str, body=None):
-        token = (self.out / "cache" / "service" / "token").read_text().strip()
+        token = (self.cache / "service" / "token").read_text().strip()
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method,
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
@@ -116,21 +119,54 @@ class Service:
         self.kill()
 
 
-def client(out: Path, url: str, name: str, proofs: int, seed: int, overrides: list[str]) -> subprocess.Popen:
+MAKE_KEY = """
+import sys
+from cuzk_ray.circuits import make_circuit
+from cuzk_ray.job import compose
+from cuzk_ray.keystore import ensure_dev_key
+cfg = compose(sys.argv[1:])
+ensure_dev_key(make_circuit(cfg["circuit"]), cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
+"""
+
+
+def make_key(cache: Path, overrides: list[str]) -> float:
+    """The config's development key, made (or found) in a subprocess; its seconds."""
+    t0 = time.time()
+    subprocess.run([sys.executable, "-c", MAKE_KEY, f"cache_dir={cache}", *overrides], cwd=ROOT, check=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return time.time() - t0
+
+
+def client(out: Path, cache: Path, url: str, name: str, proofs: int, seed: int,
+           overrides: list[str]) -> subprocess.Popen:
     """The batch client (jobs/prove.py service.url=...), its output in client-<name>.log."""
-    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), f"service.url={url}", f"cache_dir={out / 'cache'}",
+    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), f"service.url={url}", f"cache_dir={cache}",
            f"output_dir={out / name}", f"proofs={proofs}", f"seed={seed}", "service.reconnect_s=900", "progress_s=5",
            *overrides]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=open(out / f"client-{name}.log", "w"), stderr=subprocess.STDOUT,
                             start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
 
 
-def finished(db: Path, since: float, kind: str = "porep") -> list[float]:
-    """Finish times of the done proofs of ``kind`` created after ``since`` (the service's database)."""
+def finished(db: Path, since: float, after: float = 0.0, kind: str = "porep") -> list[float]:
+    """Finish times (after ``after``) of the done proofs of ``kind`` created after ``since`` (the
+    service's database)."""
     with sqlite3.connect(db, timeout=30) as con:
-        rows = con.execute("SELECT finished, circuit FROM proofs WHERE state = 'done' AND created >= ?",
-                           (since,)).fetchall()
+        rows = con.execute("SELECT finished, circuit FROM proofs WHERE state = 'done' AND created >= ? AND "
+                           "finished >= ?", (since, after)).fetchall()
     return sorted(f for f, c in rows if json.loads(c).get("kind") == kind)
+
+
+def wait_gone(port: int, timeout: float = 60) -> None:
+    """Until nothing accepts a connection on the port (a killed service's HTTP proxy may outlive
+    its process group's leader by a moment)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"error: port {port} still answers {timeout:g} s after the kill")
 
 
 def circom_proofs(svc: Service, n: int, tag: str) -> list[str]:
@@ -141,9 +177,12 @@ def circom_proofs(svc: Service, n: int, tag: str) -> list[str]:
 
 
 def verify_run(out: Path) -> tuple[bool, str]:
+    """jobs/verify.py --manifest on a client's output: (exit 0, "k/n partitions OK")."""
     res = subprocess.run([sys.executable, str(ROOT / "jobs" / "verify.py"), "--manifest", str(out / "manifest.json")],
                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    return res.returncode == 0, (res.stdout + res.stderr).strip().splitlines()[-1:]
+    lines = res.stdout.splitlines()
+    ok = sum(ln.startswith("OK ") for ln in lines)
+    return res.returncode == 0, f"{ok}/{sum(ln.endswith('proof.json') for ln in lines)} partitions OK"
 
 
 def proved_twice(results: Path) -> list[str]:
@@ -163,15 +202,20 @@ def main() -> int:
     ap.add_argument("--circom", type=int, default=4)
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "service-trial")
     ap.add_argument("--ready-timeout", type=float, default=1200)
+    ap.add_argument("--cache", type=Path, default=None, help="cache_dir (default OUT/cache)")
+    ap.add_argument("--make-key", action="store_true", help="make the config's dev key first, in its own process")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     out = args.out.absolute()
     out.mkdir(parents=True, exist_ok=True)
     overrides = args.overrides
-    job_overrides = [o for o in overrides if o.startswith(("circuit", "setup_seed", "hardware"))]
-    db = out / "cache" / "service" / "service.db"
+    job_overrides = [o for o in overrides if o.startswith(("circuit", "setup_seed", "setup_backend", "hardware"))]
+    cache = (args.cache or out / "cache").absolute()
+    db = cache / "service" / "service.db"
     sampler, port, rows = Sampler(), free_port(), []
-    svc = Service(out, port, overrides, "1")
+    if args.make_key:
+        rows.append(("development key made or found", f"{make_key(cache, job_overrides):.1f} s"))
+    svc = Service(out, cache, port, overrides, "1")
     try:
         rows.append(("service start (key made or loaded, provers up)", f"{svc.wait_ready(args.ready_timeout):.1f} s"))
         kid = svc.request("POST", "/v1/keys", {"circuit": {"kind": "snarkjs", "zkey": str(CIRCOM / "linear.zkey")}})
@@ -181,7 +225,7 @@ def main() -> int:
         rows.append(("keys resident", ", ".join(f"{k['key_id']} ({k['bytes'] / 2**30:.2f} GiB)" for k in st["keys"])))
         # phase A: steady state
         t_a = time.time()
-        a = client(out, svc.url, "a", args.proofs, 1, job_overrides)
+        a = client(out, cache, svc.url, "a", args.proofs, 1, job_overrides)
         circom_a = circom_proofs(svc, args.circom, "trial-a")
         code_a = a.wait()
         done_a = finished(db, t_a)
@@ -196,20 +240,22 @@ def main() -> int:
             for p in st["provers"])))
         # phase B: SIGKILL mid-batch, restart, the client finishes
         t_b = time.time()
-        b = client(out, svc.url, "b", args.proofs, 2, job_overrides)
+        b = client(out, cache, svc.url, "b", args.proofs, 2, job_overrides)
         circom_proofs(svc, args.circom, "trial-b")
         while len(finished(db, t_b)) < args.kill_after:
             if b.poll() is not None:
                 raise SystemExit(f"error: client b exited {b.returncode} before the kill")
             time.sleep(0.2)
+        done_at_kill = len(finished(db, t_b))
         svc.kill()
         t_kill = time.time()
-        time.sleep(2)
-        svc = Service(out, port, overrides, "2")
-        rows.append(("B: restart to ready", f"{svc.wait_ready(args.ready_timeout):.1f} s"))
-        while len(finished(db, t_kill)) < 1 and b.poll() is None:
+        wait_gone(port)
+        svc = Service(out, cache, port, overrides, "2")
+        rows += [("B: proofs done at the kill", done_at_kill),
+                 ("B: restart to ready (key loaded again)", f"{svc.wait_ready(args.ready_timeout):.1f} s")]
+        while not finished(db, t_b, t_kill) and b.poll() is None:
             time.sleep(0.2)
-        after = finished(db, t_kill)
+        after = finished(db, t_b, t_kill)
         rows.append(("B: kill to first proof done after the restart",
                      f"{after[0] - t_kill:.1f} s" if after else "none"))
         code_b = b.wait()
@@ -219,7 +265,7 @@ def main() -> int:
         sampler.stop()
     ok_a, msg_a = verify_run(out / "a")
     ok_b, msg_b = verify_run(out / "b")
-    twice = proved_twice(out / "cache" / "service" / "proofs")
+    twice = proved_twice(cache / "service" / "proofs")
     rows += [("A: every partition verified again (jobs/verify.py)", f"{ok_a} {msg_a}"),
              ("B: every partition verified again (jobs/verify.py)", f"{ok_b} {msg_b}"),
              ("proofs with a partition proved twice", twice or "none"),
