@@ -168,3 +168,48 @@ def test_a_partition_is_range_checked_once_raw_and_never_as_an_fr_vector(backend
     bad[7] = np.uint64(2**64 - 1)
     with pytest.raises(ValueError, match="element 7 is not a reduced Fr value"):
         prove(pk, cs, bad, 12, 34, gpu)
+
+
+def test_one_prover_worker_holds_two_keys_and_unload_frees_the_vram():
+    """The pool's prover (issue 28): one ProverWorker on the cuda backend proves partitions of two
+    keys (each verified, each refused with the other's key); evicting one gives its VRAM back
+    (queries, tables, matrices) and the other still proves."""
+    from cuzk_ray.circuits import PorepCircuit, synthesize
+    from cuzk_ray.engines.worker import ProverWorker
+    from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.groth16.verifier import verify
+    from cuzk_ray.partition import Partition
+
+    worker = ProverWorker("cuda", threads=2)
+    cp = worker.backend.cp
+    keys = {}
+    for name, c in (("a", 1 << 12), ("b", 1 << 14)):
+        circuit = PorepCircuit(constraints=c, partitions=2)
+        cs = circuit.build()
+        keys[name] = (circuit, dev_setup(cs, seed=c), cs)
+
+    def used() -> int:
+        cp.get_default_memory_pool().free_all_blocks()
+        free, total = cp.cuda.runtime.memGetInfo()
+        return total - free
+
+    base = used()
+    for name, (_circuit, pk, cs) in keys.items():
+        worker.load(name, pk, cs)
+    loaded = used()
+    assert list(worker.keys) == ["a", "b"] and loaded > base
+    for name, (circuit, pk, _cs) in keys.items():
+        w = synthesize(circuit.synth_spec(5, 0, 1))
+        out = worker.prove(name, Partition("p", 1, circuit.circuit_id, w), 11, 13)
+        other = keys["b" if name == "a" else "a"][1]
+        assert verify(pk.vk, out.public, out.proof) and not verify(other.vk, out.public, out.proof)
+    before = used()
+    assert worker.evict("b") and not worker.evict("b") and list(worker.keys) == ["a"]
+    freed = before - used()
+    circuit_b, pk_b, _cs = keys["b"]
+    assert freed >= pk_b.h_query.nbytes, (freed, pk_b.h_query.nbytes)  # at least its H bases went
+    with pytest.raises(KeyError, match="not resident"):
+        worker.prove("b", Partition("p", 0, circuit_b.circuit_id, synthesize(circuit_b.synth_spec(5, 0, 0))))
+    circuit_a, pk_a, _cs = keys["a"]
+    out = worker.prove("a", Partition("p", 0, circuit_a.circuit_id, synthesize(circuit_a.synth_spec(6, 0, 0))))
+    assert verify(pk_a.vk, out.public, out.proof)
