@@ -576,3 +576,24 @@ def test_uint64_challenge_as_one_input():
     assert UInt64.constant(5).value == 5 and not cs.verify([challenge + 1])
     flip(cs, "allocated bit 3/boolean")
     assert cs.which_is_unsatisfied() == "packing constraint 0"
+
+
+def test_shape_without_a_witness_equals_the_shape_with_one():
+    """The R1CS does not depend on values: a synthesis with every value None records the same rows."""
+
+    def record(values):
+        cs = ConstraintSystem()
+        bits = alloc_bits(cs, values)
+        out = sha256(cs, bits)  # one block: 256 allocated bits, then constant padding
+        cs.finish()
+        return cs, out
+
+    blank, blank_out = record([None] * 256)
+    rng = random.Random(5)
+    full, _ = record([rng.random() < 0.5 for _ in range(256)])
+    assert all(v is None for v in blank.aux) and boolean.value_of(blank_out[0]) is None
+    assert blank.num_constraints == full.num_constraints and blank.num_aux == full.num_aux
+    assert [(a.row(), b.row(), c.row()) for a, b, c in blank.constraints] == [
+        (a.row(), b.row(), c.row()) for a, b, c in full.constraints]
+    full.constraints[100][2].add(ONE)
+    assert blank.constraints[100][2].row() != full.constraints[100][2].row()

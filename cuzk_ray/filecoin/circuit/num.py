@@ -162,7 +162,8 @@ class Num:
         return Num(v, boolean.add_to_lc(bit, self.terms, coeff))
 
     def add(self, other: Num) -> Num:
-        """self + other; a missing value on one side is taken as the other's (as Rust does)."""
+        """self + other, extending this Num's combination (Rust consumes ``self``); a missing value on
+        one side is taken as the other's, as Rust does."""
         if self.value is None or other.value is None:
             v = self.value if other.value is None else other.value
         else:
