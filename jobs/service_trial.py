@@ -39,6 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CIRCOM = ROOT / "tests" / "fixtures" / "circom" / "linear"
 
 
+def child_env() -> dict:
+    """This environment with the checkout first on PYTHONPATH (what is there already kept: the
+    device machine's carried wheels)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -79,7 +85,7 @@ class Service:
                f"service.input_roots=[{out},{ROOT / 'tests' / 'fixtures'}]", *overrides]
         self.log = open(out / f"serve-{name}.log", "w")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                                     start_new_session=True, env=child_env())
 
     def request(self, method: str, path: str, body=None):
         token = (self.cache / "service" / "token").read_text().strip()
@@ -133,7 +139,7 @@ def make_key(cache: Path, overrides: list[str]) -> float:
     """The config's development key, made (or found) in a subprocess; its seconds."""
     t0 = time.time()
     subprocess.run([sys.executable, "-c", MAKE_KEY, f"cache_dir={cache}", *overrides], cwd=ROOT, check=True,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                   env=child_env())
     return time.time() - t0
 
 
@@ -144,7 +150,7 @@ def client(out: Path, cache: Path, url: str, name: str, proofs: int, seed: int,
            f"output_dir={out / name}", f"proofs={proofs}", f"seed={seed}", "service.reconnect_s=900", "progress_s=5",
            *overrides]
     return subprocess.Popen(cmd, cwd=ROOT, stdout=open(out / f"client-{name}.log", "w"), stderr=subprocess.STDOUT,
-                            start_new_session=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            start_new_session=True, env=child_env())
 
 
 def finished(db: Path, since: float, after: float = 0.0, kind: str = "porep") -> list[float]:
@@ -179,7 +185,7 @@ def circom_proofs(svc: Service, n: int, tag: str) -> list[str]:
 def verify_run(out: Path) -> tuple[bool, str]:
     """jobs/verify.py --manifest on a client's output: (exit 0, "k/n partitions OK")."""
     res = subprocess.run([sys.executable, str(ROOT / "jobs" / "verify.py"), "--manifest", str(out / "manifest.json")],
-                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         capture_output=True, text=True, env=child_env())
     lines = res.stdout.splitlines()
     ok = sum(ln.startswith("OK ") for ln in lines)
     return res.returncode == 0, f"{ok}/{sum(ln.endswith('proof.json') for ln in lines)} partitions OK"
