@@ -31,6 +31,13 @@ INSECURE_WARNING = (
 )
 
 
+def insecure_key_line(key, setup_seed) -> str:
+    """The line said on every run that uses a development key (the batch job, the service when it
+    makes such a key resident), not only by the run that made it: INSECURE_WARNING is that one."""
+    return (f"INSECURE: {key} comes from the development setup (setup_seed={setup_seed}): anyone who knows the "
+            f"seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
+
+
 def _transpose_matvec(m: CsrMatrix, x: np.ndarray) -> np.ndarray:
     """M^T x for an int vector x over the rows: sum over rows j of M[j, i] x_j, per column i."""
     rows = np.repeat(np.arange(m.n_rows, dtype=np.int64), np.diff(m.indptr))
