@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 
 
 def insecure_line(key: str, setup_seed: int | None) -> str:
-    """The line every run with a development key prints (local or through the service)."""
+    """The line every run with a development key prints (the batch job, the client of a service,
+    and the service on every load of such a key, a cached one's too)."""
     return (f"INSECURE: {key} comes from the development setup (setup_seed={setup_seed}): anyone who knows the "
             f"seed can forge its proofs; use a ceremony key (circuit=snarkjs) for anything real")
 

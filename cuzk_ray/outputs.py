@@ -37,8 +37,6 @@ Why it is cut this way (issue 15):
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -57,6 +55,7 @@ from .formats.snarkjs_json import (
     verification_key_json,
     write_bytes_atomic,
 )
+from .locks import check_unlocked, hold_lock, os_error
 from .signals import stop_signals_deferred
 
 MANIFEST = "manifest.json"
@@ -66,6 +65,7 @@ VK = "verification_key.json"
 PROOFS = "proofs"
 LOCK = ".cuzk-ray.lock"
 RESERVE = ".cuzk-ray.reserve"
+LOCK_ADVICE = "wait for it or use another output_dir"
 EARLIER = (MANIFEST, PARTIAL, JOURNAL, VK, PROOFS)  # what marks a directory as holding a run
 JOURNAL_VERSION = 1
 
@@ -76,19 +76,13 @@ ENTRY_BYTES = 1024  # a journal line or a manifest entry, rounded up
 MANIFEST_BASE = 16384  # the manifest's fields other than the entries
 
 
-def _os_error(path, e: OSError) -> OutputError:
-    """One line for an OSError on ``path``: the path, the reason and its errno name."""
-    name = errno.errorcode.get(e.errno, "") if e.errno else ""
-    return OutputError(f"{path}: {e.strerror or e}" + (f" ({name})" if name else ""))
-
-
 @contextmanager
 def _guard(path) -> Iterator[None]:
     """Turn an OSError while writing ``path`` into a one-line OutputError naming it."""
     try:
         yield
     except OSError as e:
-        raise _os_error(path, e) from None
+        raise os_error(path, e) from None
 
 
 # ensure_dir writes this much in a probe file: a disk too full for Hydra's record of the run
@@ -109,7 +103,7 @@ def ensure_dir(path, what: str = "output_dir") -> Path:
             f.flush()
             os.fsync(f.fileno())
     except OSError as e:
-        raise OutputError(f"{what}={path} cannot be written: {_os_error(e.filename or p, e)}") from None
+        raise OutputError(f"{what}={path} cannot be written: {os_error(e.filename or p, e)}") from None
     finally:
         if probe is not None:
             Path(probe).unlink(missing_ok=True)
@@ -227,40 +221,11 @@ class OutputDir:
         """Refuse (OutputError) if another job holds ``path``'s lock; creates nothing. The jobs call
         it before Hydra writes its record (.hydra/) into the directory, so a refused job leaves the
         running job's record alone; the lock itself is taken by ``open``."""
-        lock = Path(path).expanduser() / LOCK
-        try:
-            fd = os.open(lock, os.O_RDONLY)
-        except OSError:
-            return  # no lock file (or no directory): nobody holds it; open() will say what is wrong
-        try:
-            OutputDir._flock(fd, Path(path).expanduser(), lock)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def _flock(fd: int, path: Path, lock: Path) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise OutputError(f"output_dir={path} is in use by another job (pid {holder} holds {lock}): "
-                              f"wait for it or use another output_dir") from None
-        except OSError as e:
-            raise _os_error(lock, e) from None
+        p = Path(path).expanduser()
+        check_unlocked(p / LOCK, f"output_dir={p}", LOCK_ADVICE)
 
     def _lock(self) -> None:
-        lock = self.path / LOCK
-        with _guard(lock):
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            self._flock(fd, self.path, lock)
-        except OutputError:
-            os.close(fd)
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)  # who holds it, for the refusal above
-        self._lock_fd = fd
+        self._lock_fd = hold_lock(self.path / LOCK, f"output_dir={self.path}", LOCK_ADVICE)
 
     def _remove_earlier(self) -> int:
         """Remove the files an earlier run of this contract wrote, by their names only (and the

@@ -293,12 +293,20 @@ def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Ne
     3.7 TiB at 2^40; a zkey's sizes from its headers) against host memory, object store and VRAM,
     the key's disk left out (asking whether a zkey's conversion is cached hashes the file). Then
     the exact shape, with the disk."""
+    if not preflight_quick(settings, circuit, cache_dir, setup_seed):
+        return []
+    planned = plan_run(settings, circuit, cache_dir, setup_seed)
+    return [] if planned is None else check(*planned)
+
+
+def preflight_quick(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:
+    """preflight's quick pass alone (host memory, object store, VRAM of the circuit's quick shape;
+    nothing allocated, hashed or drawn): what the service checks before it accepts a request whose
+    key is not resident. [] when the circuit's sizes are not known before its key is read."""
     quick = circuit.key_shape(quick=True)
     if quick is None:
         return []
-    check(quick, *_plan(settings, circuit, quick, cache_dir, setup_seed, quick=True))
-    planned = plan_run(settings, circuit, cache_dir, setup_seed)
-    return [] if planned is None else check(*planned)
+    return check(quick, *_plan(settings, circuit, quick, cache_dir, setup_seed, quick=True))
 
 
 def machine_have(key_dir: str, object_store: int | None = None, vram_free: int | None = None) -> Have:

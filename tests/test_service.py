@@ -31,6 +31,9 @@ def svc(tmp_path_factory):
     code = s.stop()
     assert code == 0, s.text()[-3000:]
     assert "service: stopped" in s.text()
+    from cuzk_ray.service.checks import ServiceLocks
+
+    ServiceLocks(s.cache / "service" / "service.db", s.cache / "service" / "proofs").check()  # released
 
 
 def results_dir(svc, proof_id) -> Path:
@@ -97,6 +100,11 @@ def test_submit_is_idempotent_by_request_id_and_409_on_another_body(svc):
     ({"request_id": "m", "circuit": dict(SMALL, seed=-1)}, "circuit.seed=-1"),
     ({"request_id": "m", "circuit": dict(SMALL, colour=1)}, "circuit.colour"),
     ({"request_id": "m", "circuit": {"kind": "snarkjs", "zkey": str(FIX / "linear.zkey")}}, "circuit.witness"),
+    # the batch job's size checks and preflight (issue 28): absurd sizes are refused, not accepted with 202
+    ({"request_id": "m", "circuit": dict(SMALL, partitions=1000000)}, "circuit.partitions=1000000: at most 1024"),
+    ({"request_id": "m", "circuit": dict(SMALL, constraints=1000)}, "circuit.constraints=1000: not a power of two"),
+    ({"request_id": "m", "circuit": dict(SMALL, constraints=1 << 30)}, "circuit: key porep-c1073741824-p4-f0.05-s0"
+                                                                         "-setup0: host memory: need "),
 ])
 def test_malformed_body_is_422_naming_the_field(svc, body, field):
     code, ans = svc.request("POST", "/v1/proofs", body)
@@ -107,6 +115,69 @@ def test_malformed_body_is_422_naming_the_field(svc, body, field):
 def test_not_json_is_422(svc):
     code, ans = svc.request("POST", "/v1/proofs", raw=b"{not json")
     assert code == 422 and ans["error"].startswith("body: not JSON")
+    # nested beyond the parser (a plain-text 500 before issue 28) or beyond what a request is
+    for raw in (b"[" * 100_000, b'{"request_id": "deep", "circuit": ' + b"[" * 40 + b"]" * 40 + b"}"):
+        code, ans = svc.request("POST", "/v1/proofs", raw=raw)
+        assert (code, ans) == (422, {"error": "body: nested more than 32 levels deep"})
+
+
+def raw_post(svc, body_parts, headers: dict, timeout: float = 20) -> tuple[int, dict]:
+    """POST /v1/proofs over a plain HTTP/1.1 connection: the headers, then ``body_parts`` sent one by
+    one (a chunked body when no Content-Length is given); (status, JSON answer)."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", svc.port, timeout=timeout)
+    try:
+        conn.putrequest("POST", "/v1/proofs")
+        chunked = "Content-Length" not in headers
+        if chunked:
+            headers = dict(headers, **{"Transfer-Encoding": "chunked"})
+        for k, v in {"Authorization": f"Bearer {svc.token}", "Content-Type": "application/json", **headers}.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        try:
+            for part in body_parts:
+                conn.send(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+            if chunked:
+                conn.send(b"0\r\n\r\n")
+        except OSError:  # the service answered and closed while we were still sending
+            pass
+        r = conn.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        conn.close()
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(svc):
+    """1 MiB at most (issue 28: a 1.5 GB upload was read whole first): by its Content-Length at once
+    (the body is never sent here: waiting for it would time out), and a chunked one as soon as the
+    stream passes the limit. The twins: a chunked body under the limit is read and accepted."""
+    code, ans = raw_post(svc, [b"{}"], {"Content-Length": "1500000000"}, timeout=10)
+    assert (code, ans) == (413, {"error": "body: 1500000000 bytes (Content-Length), at most 1048576"})
+    code, ans = raw_post(svc, [b" " * (64 << 10)] * 32, {})  # 2 MiB, chunked
+    assert code == 413 and ans["error"].startswith("body: more than 1048576 bytes (stopped reading at "), ans
+    body = json.dumps({"request_id": "chunked-1", "circuit": SMALL}).encode()
+    code, ans = raw_post(svc, [body[:10], body[10:]], {})
+    assert code == 202 and ans["state"] == "queued", ans
+    code, ans = raw_post(svc, [body], {"Content-Length": str(len(body))})
+    assert code == 200 and ans["state"] in ("queued", "running", "done"), ans  # the same request, read whole
+    svc.wait_state(ans["proof_id"])
+
+
+def test_a_fifo_or_a_directory_in_the_input_roots_is_422_and_blocks_nothing(svc):
+    """Opening a FIFO with no writer waits for good (issue 28: a handler thread blocked forever)."""
+    import os
+
+    fifo = svc.tmp / "blocking.wtns"
+    os.mkfifo(fifo)
+    circuit = {"kind": "snarkjs", "zkey": str(FIX / "linear.zkey"), "witness": str(fifo)}
+    code, ans = svc.request("POST", "/v1/proofs", {"request_id": "fifo-1", "circuit": circuit}, timeout=10)
+    assert (code, ans) == (422, {"error": f"circuit.witness={fifo}: a FIFO, not a regular file"})
+    code, ans = svc.request("POST", "/v1/proofs", {"request_id": "fifo-2", "circuit": dict(
+        circuit, zkey=str(svc.tmp), witness=str(FIX / "witness_1.wtns"))}, timeout=10)
+    assert (code, ans) == (422, {"error": f"circuit.zkey={svc.tmp}: a directory, not a regular file"})
+    code, ans = svc.request("POST", "/v1/keys", {"circuit": {"kind": "snarkjs", "zkey": str(fifo)}}, timeout=10)
+    assert (code, ans) == (422, {"error": f"circuit.zkey={fifo}: a FIFO, not a regular file"})
 
 
 def test_paths_outside_input_roots_are_403_and_bad_files_422_naming_them(svc, tmp_path):
@@ -169,6 +240,26 @@ def test_result_is_409_until_done_then_verified_by_snarkjs(svc, snarkjs, tmp_pat
     manifest = json.loads((d / "manifest.json").read_text())
     assert manifest["complete"] and [e["partition"] for e in manifest["proofs"]] == [0, 1, 2]
     assert {e["proof_id"] for e in manifest["proofs"]} == {pid}
+
+
+def test_a_result_changed_on_disk_is_a_json_error_naming_the_file(svc):
+    """Issue 28: a tampered result file answered a plain-text 500. Now: 500 naming the file for
+    garbage, 410 for a file that is gone, always the one-line JSON error. The twin: 200 before."""
+    pid = svc.submit("tamper-1", dict(SMALL, seed=11))
+    svc.wait_state(pid)
+    assert svc.request("GET", f"/v1/proofs/{pid}/result")[0] == 200
+    d = results_dir(svc, pid)
+    manifest = json.loads((d / "manifest.json").read_text())
+    proof = d / manifest["proofs"][1]["proof"]
+    proof.write_text("garbage")
+    code, ans = svc.request("GET", f"/v1/proofs/{pid}/result")
+    assert code == 500 and ans["error"].startswith(f"proof {pid}: its result file {proof}: not valid JSON"), ans
+    proof.unlink()
+    code, ans = svc.request("GET", f"/v1/proofs/{pid}/result")
+    assert (code, ans) == (410, {"error": f"proof {pid} is done but {proof} is gone (its results were removed)"})
+    (d / "manifest.json").write_text('["not", "a", "manifest"]')
+    code, ans = svc.request("GET", f"/v1/proofs/{pid}/result")
+    assert code == 500 and ans["error"].startswith(f"proof {pid}: {d / 'manifest.json'} is not its manifest"), ans
 
 
 def test_snarkjs_request_is_proved_with_its_own_key(svc, snarkjs, tmp_path):
@@ -390,6 +481,24 @@ def test_the_api_listens_on_loopback_only(svc):
     rows = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout.splitlines()
     mine = [r.split()[3] for r in rows if r.split()[3].endswith(f":{svc.port}")]
     assert mine == [f"127.0.0.1:{svc.port}"], mine
+
+
+def test_a_second_service_on_the_same_db_or_output_dir_is_refused_at_start(svc, tmp_path):
+    """Issue 28: a second service on one service.db took over the first's running proof. Each is
+    locked for the service's life (the engine actor holds both locks); a second jobs/serve.py stops
+    before Ray starts, naming the file and the holder (the twin: the fixture's teardown finds both
+    free once the service stopped)."""
+    pid = svc.request("GET", "/v1/status")[1]["engine"]["pid"]
+    db, out = svc.cache / "service" / "service.db", svc.cache / "service" / "proofs"
+    res = serve_job(f"cache_dir={svc.cache}", f"service.port={free_port()}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines()[-1] == (f"error: service.db={db} is in use by another job (pid {pid} "
+                                                   f"holds {db}.lock): stop that service or use another service.db")
+    res = serve_job(f"cache_dir={svc.cache}", f"service.port={free_port()}", f"service.db={tmp_path / 'other.db'}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert f"error: service.output_dir={out} is in use by another job (pid {pid} holds {out}/.cuzk-ray.lock)" \
+        in res.stderr, res.stderr
+    assert not (tmp_path / "other.db").exists()  # refused before anything was made
 
 
 def test_serve_refuses_a_port_in_use_and_bad_settings_in_one_line(svc, tmp_path):

@@ -73,6 +73,17 @@ def test_preload_then_lru_eviction_under_the_budget(sized):
     svc.wait_text(f"key {kid(128)} evicted (least recently used: room for {kid(256)})")
 
 
+def test_every_load_of_a_development_key_says_insecure(sized):
+    """Issue 28: the README promises the INSECURE line on every run that uses a development key;
+    the service said nothing for a cached one. These keys were made before the service started
+    (no setup ran in it): the line comes from each load, in the batch job's words."""
+    svc, _sizes, _budget = sized
+    for c in (64, 128, 256):
+        svc.wait_text(f"INSECURE: {svc.cache / 'keys' / kid(c)} comes from the development setup (setup_seed=0): "
+                      f"anyone who knows the seed can forge its proofs")
+    assert "INSECURE development setup" not in svc.text()  # the setup's own warning: no key was made here
+
+
 def test_a_proof_loads_its_key_and_a_busy_key_is_not_evicted(sized):
     svc, sizes, budget = sized
     # 128 is not resident: the proof loads it, evicting the least recently used idle key (64)

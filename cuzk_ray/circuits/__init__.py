@@ -35,6 +35,10 @@ class PorepCircuit:
         if out.circuit_seed < 0:  # numpy's seed sequences take none: refused here, naming the field
             raise ValueError(f"circuit.circuit_seed={out.circuit_seed}: must be at least 0")
         out.layout()  # validates sizes
+        n = out.constraints
+        if n & (n - 1):  # the QAP domain is the constraint count (porep.py): 1000 would be proved as 1024
+            raise ValueError(f"circuit.constraints={n}: not a power of two (the QAP domain is the constraint "
+                             f"count; {1 << (n.bit_length() - 1)} or {1 << n.bit_length()}?)")
         return out
 
     def layout(self):

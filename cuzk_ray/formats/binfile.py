@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..field import Q_MOD, R_MOD
+from .regular import NotRegularFile, open_regular
 
 
 class FormatError(ValueError):
@@ -56,9 +57,11 @@ class BinFile:
         self.path = os.fspath(path)
         self.name = os.path.basename(self.path)
         try:
-            self._file = open(self.path, "rb")
+            self._file = open_regular(self.path)  # a FIFO or a device would block or never end
         except FileNotFoundError:
             raise FormatError(f"{self.path}: file not found") from None
+        except NotRegularFile as exc:
+            raise FormatError(str(exc)) from None
         except OSError as exc:
             raise FormatError(f"{self.path}: cannot open: {exc.strerror}") from None
         self.size = os.fstat(self._file.fileno()).st_size

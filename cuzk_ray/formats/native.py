@@ -29,6 +29,7 @@ import numpy as np
 
 from ..groth16.keys import ProvingKey
 from ..r1cs import CodedCsr, ConstraintSystem, CsrMatrix
+from .regular import open_regular
 
 FORMAT = "cuzk-ray-key"
 VERSION = 2  # 2: matrices in the device layout (r1cs.CodedCsr); 1: CsrMatrix (still read)
@@ -42,9 +43,9 @@ class KeyBundleError(ValueError):
 
 
 def file_sha256(path, chunk: int = 1 << 24) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
+    """Hex SHA-256 of a regular file, read in chunks (NotRegularFile for a FIFO, a device, ...)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()

@@ -16,10 +16,11 @@ from fastapi.responses import JSONResponse
 from ray import serve
 from starlette.exceptions import HTTPException
 
-from .models import Invalid, Reply, Unauthorized, Unavailable, one_line
+from .models import Invalid, Reply, ServiceError, TooLarge, Unauthorized, Unavailable, one_line
 
 APP_NAME = "cuzk-service"
 BODY_MAX = 1 << 20  # bytes of a request body
+BODY_DEPTH_MAX = 32  # levels of nesting in a request body (a proof request has 2)
 
 api = FastAPI(title="cuzk-ray proving service", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -32,13 +33,66 @@ async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
     return JSONResponse({"error": text}, status_code=exc.status_code)
 
 
+@api.exception_handler(Exception)
+async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    """Anything the routes did not answer themselves (a bug): still the one-line JSON error, not
+    Starlette's plain-text 500; the traceback stays in the replica's log."""
+    return JSONResponse({"error": internal_line(exc)}, status_code=500)
+
+
+def internal_line(exc: BaseException) -> str:
+    return one_line(f"internal error: {type(exc).__name__}: {exc}")
+
+
+async def read_body(request: Request) -> object:
+    """The request's JSON body, never buffering more than BODY_MAX bytes: refused (413) by its
+    Content-Length before anything is read, else (chunked) as soon as the stream passes the limit;
+    422 for a body that is not JSON (nesting too deep for the parser included)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise Invalid(f"Content-Length: {declared!r} is not a byte count")
+        if int(declared) > BODY_MAX:
+            raise TooLarge(f"body: {int(declared)} bytes (Content-Length), at most {BODY_MAX}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > BODY_MAX:
+            raise TooLarge(f"body: more than {BODY_MAX} bytes (stopped reading at {size}), at most {BODY_MAX}")
+        chunks.append(chunk)
+    try:
+        parsed = json.loads(b"".join(chunks))
+    except RecursionError:
+        raise Invalid(f"body: nested more than {BODY_DEPTH_MAX} levels deep") from None
+    except ValueError as e:
+        raise Invalid(f"body: not JSON ({one_line(str(e), 200)})") from None
+    if depth(parsed) > BODY_DEPTH_MAX:  # a request is 2 levels; a deep one could not be passed on (pickled)
+        raise Invalid(f"body: nested more than {BODY_DEPTH_MAX} levels deep")
+    return parsed
+
+
+def depth(value) -> int:
+    """How deeply lists and objects nest in a parsed JSON value (a scalar: 0), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if items is not None:
+            deepest = max(deepest, d)
+            todo.extend((x, d + 1) for x in items)
+    return deepest
+
+
 def token_digest(token: str) -> str:
     """What the ingress holds of the token (its SHA-256: the token itself is not in Serve's config)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def answer(reply: Reply) -> JSONResponse:
-    return JSONResponse(reply.body, status_code=reply.status)
+    try:
+        return JSONResponse(reply.body, status_code=reply.status)
+    except (ValueError, TypeError, RecursionError) as e:  # a body JSON cannot carry (NaN, too deep): a bug
+        return JSONResponse({"error": internal_line(e)}, status_code=500)
 
 
 @serve.deployment(name="CuzkIngress", num_replicas=1, ray_actor_options={"num_cpus": 0})
@@ -72,16 +126,10 @@ class Ingress:
 
     async def _call(self, request: Request, method: str, *args, body: bool = False) -> JSONResponse:
         try:
-            self._authorized(request)
+            self._authorized(request)  # before the body is read: an unauthenticated body is not read at all
             if body:
-                raw = await request.body()
-                if len(raw) > BODY_MAX:
-                    raise Invalid(f"body: {len(raw)} bytes, at most {BODY_MAX}")
-                try:
-                    args = (json.loads(raw),)
-                except ValueError as e:
-                    raise Invalid(f"body: not JSON ({one_line(str(e), 200)})") from None
-        except (Unauthorized, Invalid) as e:
+                args = (await read_body(request),)
+        except ServiceError as e:
             return answer(Reply.error(e))
         return await self._ask(method, *args)
 

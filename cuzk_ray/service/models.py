@@ -64,6 +64,18 @@ class Gone(ServiceError):
     status = 410
 
 
+class TooLarge(ServiceError):
+    """A request body above the ingress's limit (app.BODY_MAX)."""
+
+    status = 413
+
+
+class Damaged(ServiceError):
+    """A done proof's result files are there but not what the service wrote (changed on disk)."""
+
+    status = 500
+
+
 class Unavailable(ServiceError):
     """The service is not up yet (or its engine is gone)."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..engines.admission import parse_bytes
 from ..engines.choice import cluster_address
+from .checks import ServiceLocks
 from .engine_actor import ACTOR_NAME, NAMESPACE, EngineActor
 from .service import ServicePaths, service_settings
 from .tokens import service_token
@@ -94,6 +95,7 @@ def start_service(cfg: dict) -> RunningService:
     cfg = absolute_paths(cfg)
     s = cfg["service"]
     parse_bytes(s.get("key_budget"), "service.key_budget")
+    ServiceLocks(Path(s["db"]), Path(s["output_dir"])).check()  # another service on them: refused before Ray
     host, port = str(s["host"]), int(s["port"])
     check_port(host, port)
     token, tfile = service_token(cfg)

@@ -43,15 +43,15 @@ from ..engines.settings import EngineSettings
 from ..engines.types import ProofState
 from ..errors import user_errors
 from ..formats.native import file_sha256
-from ..formats.snarkjs_json import load_json
+from ..keystore import insecure_line
 from ..outputs import MANIFEST, OutputDir, RunIdentity
-from .keys import KeyRing, ResidentKey, estimate_bytes, key_id, make_resident
+from .checks import ServiceLocks, check_request
+from .checks import message as _message
+from .keys import KeyRing, ResidentKey, estimate_bytes, make_resident
 from .models import (
     FILE_KEYS,
     Conflict,
-    Forbidden,
     Gone,
-    Invalid,
     NotFound,
     ProofRecord,
     Reply,
@@ -61,6 +61,7 @@ from .models import (
     parse_key_request,
     parse_submit,
 )
+from .results import read_result
 from .store import Store
 
 log = logging.getLogger("cuzk_ray.service")
@@ -85,11 +86,6 @@ class ServicePaths:
         out = Path(os.path.expanduser(s["output_dir"])) if s.get("output_dir") else cache / "service" / "proofs"
         roots = s.get("input_roots") or [str(cache), os.getcwd()]
         return cls(db.absolute(), out.absolute(), tuple(Path(os.path.realpath(os.path.expanduser(r))) for r in roots))
-
-    def confined(self, path: str) -> bool:
-        """Whether ``path`` (symlinks resolved) lies under one of the input roots."""
-        real = Path(os.path.realpath(path))
-        return any(real == r or r in real.parents for r in self.input_roots)
 
 
 def service_settings(cfg: dict) -> EngineSettings:
@@ -119,6 +115,8 @@ class ProvingService:
         self.settings = service_settings(cfg)
         self.paths = ServicePaths.from_config(cfg)
         self.paths.output_dir.mkdir(parents=True, exist_ok=True)
+        self.locks = ServiceLocks(self.paths.db, self.paths.output_dir)
+        self.locks.take()  # held until stop (or this process's end): one service per db and output_dir
         self.store = Store(self.paths.db)
         self.keys = KeyRing(parse_bytes(cfg["service"].get("key_budget"), "service.key_budget"))
         self.budget = HostBudget(self.settings.host_budget)
@@ -157,6 +155,7 @@ class ProvingService:
             if self.engine is not None:
                 self.engine.shutdown()
         self.store.close()
+        self.locks.release()
 
     def health(self) -> Reply:
         if self.ready:
@@ -204,12 +203,7 @@ class ProvingService:
         d = self.paths.output_dir / proof_id
         if not (d / MANIFEST).is_file():
             raise Gone(f"proof {proof_id} is done but {d / MANIFEST} is gone (its results were removed)")
-        manifest = load_json(d / MANIFEST)
-        entries = sorted(manifest["proofs"], key=lambda e: e["partition"])
-        parts = [{"proof": load_json(d / e["proof"]), "public": load_json(d / e["public"]), "seconds": e["seconds"],
-                  "synthesis_node": e["synthesis_node"], "prover_node": e["prover_node"]} for e in entries]
-        return Reply(200, {"partitions": parts, "verification_key": load_json(d / manifest["verification_key"]),
-                           "run": manifest["run"], "key": manifest.get("key")})
+        return Reply(200, read_result(d, proof_id))  # Gone / Damaged naming a file changed on disk
 
     def cancel(self, proof_id: str) -> Reply:
         """DELETE /v1/proofs/{proof_id}: a queued proof is dropped; a running one gets no more
@@ -310,23 +304,10 @@ class ProvingService:
                 for k, v in circuit.items()}
 
     def _check_inputs(self, circuit: dict, key_only: bool = False) -> tuple[str, int]:
-        """(key id, partitions) of a request's circuit: paths inside service.input_roots (else
-        Forbidden), files readable and well formed, sizes accepted (else Invalid, in the job's words)."""
-        for k in FILE_KEYS:
-            path = circuit.get(k)
-            if path and not self.paths.confined(path):
-                roots = ", ".join(str(r) for r in self.paths.input_roots)
-                raise Forbidden(f"circuit.{k}={path}: outside service.input_roots ({roots})")
-        try:
-            kid = key_id(circuit, self.cfg["setup_seed"])
-            if circuit["kind"] == "porep":
-                from ..circuits import PorepCircuit
-
-                return kid, PorepCircuit.from_config(circuit).partitions
-            check_snarkjs_files(circuit, key_only)
-            return kid, 1
-        except (*user_errors(), OSError) as e:
-            raise Invalid(one_line(_message(e))) from None
+        """(key id, partitions) of a request's circuit, or the ServiceError refusing it (checks.py)."""
+        with self._lock:
+            resident = set(self.keys.keys)
+        return check_request(circuit, self.cfg, self.settings, self.paths.input_roots, key_only, resident)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -437,6 +418,8 @@ class ProvingService:
             for v in victims:
                 self._evict(v, f"least recently used: room for {kid}")
         rk = make_resident(kid, circuit, self.engine, self.cfg)
+        if rk.insecure:  # as the batch job says it, on every load (a cached key's too)
+            log.warning(insecure_line(rk.source, rk.setup_seed))
         if self._metrics():
             self.metrics["key_load_seconds"].observe(rk.load_seconds)
         with self._lock:
@@ -630,27 +613,6 @@ def config_circuit(cfg: dict) -> dict:
     if c.get("kind", "porep") == "snarkjs":
         return {"kind": "snarkjs", "zkey": c.get("zkey"), "r1cs": c.get("r1cs")}
     return {"kind": "porep"}
-
-
-def check_snarkjs_files(circuit: dict, key_only: bool) -> None:
-    """The files of a snarkjs request, read as the batch job reads them (errors name the file):
-    the zkey's headers, the witness (its wire count against the zkey's), the r1cs's header."""
-    from ..formats.snarkjs import read_r1cs, read_wtns, read_zkey_sizes
-
-    z = read_zkey_sizes(circuit["zkey"])
-    if not key_only:
-        read_wtns(circuit["witness"], z.n_vars)
-    if circuit.get("r1cs"):
-        cs = read_r1cs(circuit["r1cs"])
-        if (cs.n_wires, cs.n_public) != (z.n_vars, z.n_public):
-            raise ValueError(f"{circuit['r1cs']}: {cs.n_wires} wires and {cs.n_public} public inputs, the zkey "
-                             f"{circuit['zkey']} has {z.n_vars} and {z.n_public}: not this key's circuit")
-
-
-def _message(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.filename:
-        return f"{e.filename}: {e.strerror or e}"
-    return str(e) or type(e).__name__
 
 
 __all__ = ["ProvingService", "ServicePaths", "service_settings"]
