@@ -9,12 +9,23 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from .sector_commands import SECTOR_VERBS
+
 # verb -> (help, add_arguments(parser), run(args) -> exit code)
 VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+VERBS.update(SECTOR_VERBS)  # comm-d, inputs, verify
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the CLI's error rule: a missing or unknown flag is one line ``error: ...``, exit 2
+    (argparse's own prints the usage first; ``--help`` still shows it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message}\n")
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="cuzk-ray filecoin", description=__doc__.split("\n\n")[0].replace("``", ""))
+    ap = OneLineParser(prog="cuzk-ray filecoin", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = ap.add_subparsers(dest="verb", metavar="VERB")
     for name, (text, add_arguments, _run) in VERBS.items():
         add_arguments(sub.add_parser(name, help=text, description=text))
