@@ -9,6 +9,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from .seal_commands import SEAL_VERBS
+
 # verb -> (help, add_arguments(parser), run(args) -> exit code)
 VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 
@@ -37,3 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (ValueError, OSError) as e:
         return exit_with_error(e)
+
+
+VERBS.update(SEAL_VERBS)  # seal, verify-c1
