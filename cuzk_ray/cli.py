@@ -140,6 +140,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["filecoin"]:  # argparse verbs of their own (their -o is theirs; no Hydra overrides)
+        from .filecoin.commands import main as filecoin_main
+
+        return filecoin_main(argv[1:])
     verbose = "--verbose" in argv
     argv = [a for a in argv if a != "--verbose"]
     out_dir = None
@@ -154,10 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         parser().print_help()
         return 0 if argv else 2
-    if argv[0] == "filecoin":  # argparse verbs of their own (no Hydra overrides)
-        from .filecoin.commands import main as filecoin_main
-
-        return filecoin_main(argv[1:])
     words, overrides = split_overrides(argv)
     try:
         if words[:2] == ["groth16", "prove"]:

@@ -9,11 +9,13 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from .seal_commands import SEAL_VERBS
 from .sector_commands import SECTOR_VERBS
 
 # verb -> (help, add_arguments(parser), run(args) -> exit code)
 VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 VERBS.update(SECTOR_VERBS)  # comm-d, inputs, verify
+VERBS.update(SEAL_VERBS)  # seal, verify-c1
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -48,3 +50,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (ValueError, OSError) as e:
         return exit_with_error(e)
+

@@ -13,6 +13,7 @@ comm_r = Poseidon2(comm_c, comm_r_last).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,6 +117,24 @@ def column_hashes(labels, threads: int | None = None) -> np.ndarray:
 def tree_path_error(path: InclusionPath, root: bytes | None = None) -> str | None:
     """None if a Poseidon-tree path hashes up to its root (and to ``root`` when given), else why not."""
     return path_mismatch(path, poseidon_hash_nodes, root)
+
+
+def path_roots(paths: Sequence[InclusionPath], threads: int | None = None) -> list[bytes]:
+    """The root each Poseidon-tree path hashes up to (``merkle.compute_root`` with the tree hash),
+    every path's level k hashed in one batch per arity: C1 checks thousands of short paths. A level
+    index outside its arity is refused (ValueError)."""
+    current = [p.leaf for p in paths]
+    for k in range(max((len(p.levels) for p in paths), default=0)):
+        by_arity: dict[int, list[int]] = {}
+        for i, p in enumerate(paths):
+            if k < len(p.levels):
+                by_arity.setdefault(p.levels[k].arity, []).append(i)
+        for arity, members in by_arity.items():
+            children = b"".join(b"".join(paths[i].levels[k].children(current[i])) for i in members)
+            digests = hash_node_groups(np.frombuffer(children, dtype=np.uint8).reshape(-1, NODE_BYTES), arity, threads)
+            for i, digest in zip(members, digests):
+                current[i] = digest.tobytes()
+    return current
 
 
 def comm_r(comm_c: bytes, comm_r_last: bytes) -> bytes:
