@@ -21,19 +21,8 @@ from .c1 import read_c1, write_c1
 from .cid import comm_d_to_cid, comm_r_to_cid
 from .registry import SEAL_PROOFS, ApiVersion, RegisteredSealProof
 from .seal import MAX_SEAL_BYTES, commit_phase1, seal_sector
+from .sector_args import parse_hex
 from .vanilla import c1_error
-
-
-def hex32(text: str, option: str) -> bytes:
-    """32 bytes from 64 hex digits (an optional 0x prefix); a one-line error naming ``option``."""
-    digits = text[2:] if text.lower().startswith("0x") else text
-    try:
-        value = bytes.fromhex(digits)
-    except ValueError:
-        raise ValueError(f"{option}: {text!r} is not hexadecimal") from None
-    if len(value) != 32:
-        raise ValueError(f"{option}: need 32 bytes (64 hex digits), have {len(value)}")
-    return value
 
 
 def seal_proof_for(sector_size: int, api_version: ApiVersion) -> RegisteredSealProof:
@@ -65,8 +54,8 @@ def run_seal(args: argparse.Namespace) -> int:
         raise ValueError(f"--sector-size: {args.sector_size} is over the {format_bytes(MAX_SEAL_BYTES)} this test "
                          "sealer handles (jobs/make_c1_32g.py makes a consistent 32 GiB C1 without sealing)")
     proof = seal_proof_for(size, ApiVersion.parse(args.api_version))
-    prover_id, ticket = hex32(args.prover_id, "--prover-id"), hex32(args.ticket, "--ticket")
-    seed = hex32(args.seed, "--seed")
+    prover_id, ticket = parse_hex(args.prover_id, "--prover-id"), parse_hex(args.ticket, "--ticket")
+    seed = parse_hex(args.seed, "--seed")
     if not 0 <= args.sector_id < 1 << 64:
         raise ValueError(f"--sector-id: {args.sector_id} is not a u64")
     start = time.perf_counter()
@@ -86,7 +75,7 @@ def add_verify_arguments(ap: argparse.ArgumentParser) -> None:
 def run_verify_c1(args: argparse.Namespace) -> int:
     """0 and ``OK`` for a consistent C1; 1 and one line naming the fault otherwise."""
     c1 = read_c1(args.c1)
-    prover_id = hex32(args.prover_id, "--prover-id") if args.prover_id else None
+    prover_id = parse_hex(args.prover_id, "--prover-id") if args.prover_id else None
     fault = c1_error(c1, prover_id, args.sector_id)
     if fault:
         print(f"{args.c1}: {fault}", file=sys.stderr)
