@@ -4,6 +4,7 @@ verified by snarkjs. One service for the module: the order of the tests below is
 client would meet things (503 while it starts first)."""
 
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -26,7 +27,9 @@ def svc(tmp_path_factory):
     # until its provers are up. pw=1: one partition in flight, so the order of work is visible.
     s = ServiceProcess(tmp, "circuit.partitions=2", "pw=1", "ray.num_cpus=4",
                        f"service.input_roots=[{tmp},{ROOT / 'tests' / 'fixtures'}]",
-                       f"ray.metrics_export_port={free_port()}", env={"RAY_metrics_report_interval_ms": "1000"})
+                       f"ray.metrics_export_port={free_port()}",
+                       # Ray's spill-disk limit at 1 %: its raylet repeats "is over 1% full" every 10 s
+                       env={"RAY_metrics_report_interval_ms": "1000", "RAY_local_fs_capacity_threshold": "0.01"})
     yield s
     code = s.stop()
     assert code == 0, s.text()[-3000:]
@@ -527,3 +530,13 @@ def test_prove_job_with_service_url_for_circom_witnesses(svc, tmp_path, snarkjs)
     assert [e["proof_id"] for e in m_remote["proofs"]] == ["witness_1", "witness_3"]
     for e in m_remote["proofs"]:
         assert snarkjs_verify(snarkjs, FIX / "verification_key.json", remote / e["public"], remote / e["proof"])
+
+
+def test_rays_repeated_disk_line_is_said_once_in_our_words(svc):
+    """Issue 28: the raylet's "is over N% full ... Object creation will fail" line came every 10 s
+    in the service's output; the service says it once, with the numbers, and drops Ray's repeats
+    (they stay in Ray's logs). The cluster has been up for well over 10 s by now."""
+    text = svc.wait_text("over Ray's spilling limit", timeout=60)
+    ours = re.findall(r"disk: \S+ is [\d.]+% full \([\d.]+ GiB free of [\d.]+ GiB\)", text)
+    assert len(ours) == 1, ours
+    assert "Object creation will fail if spilling is required" not in text

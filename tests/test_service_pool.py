@@ -128,3 +128,4 @@ def test_a_key_no_prover_can_hold_fails_in_one_line_while_another_proof_complete
     st = svc.wait_state(big, states=("failed", "done"), timeout=WATCHDOG_S + 120)
     assert st["state"] == "failed" and "service.key_budget" in st["error"] and "\n" not in st["error"], st
     assert svc.wait_state(other, timeout=180)["partitions_done"] == 4
+

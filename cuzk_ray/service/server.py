@@ -111,6 +111,9 @@ def start_service(cfg: dict) -> RunningService:
         started = init_ray(settings.ray, store)
     finally:
         restore_env(added)
+    from ..engines.ray_lines import quiet_ray_lines
+
+    quiet_ray_lines(bool(settings.ray.get("verbose")))  # Ray's repeated disk warning, once in our words
     import ray
     from ray import serve
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
