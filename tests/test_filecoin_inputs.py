@@ -49,7 +49,7 @@ from cuzk_ray.filecoin.registry import (
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "filecoin"
-REGRESSION_SUBSET = FIXTURES / "seal_regression_subset.jsonl"  # README beside it names the source
+REGRESSION_RECORDS = FIXTURES / "seal_regression_records.jsonl"  # README beside it names the source
 
 # --- ChaCha --------------------------------------------------------------------------------------
 
@@ -379,37 +379,87 @@ def test_public_inputs_refuse_bad_commitments():
         porep_public_inputs(POLKA_CONFIG, POLKA_DATA, 1)
 
 
-def load_record(line: str) -> tuple[PoRepConfig, SealPublicData, bytes]:
-    """A seal regression record (rust-fil-proofs tests/regression.rs SealRegressionRecord)."""
+def load_record(line: str) -> tuple[PoRepConfig, SealPublicData]:
+    """A seal regression record (rust-fil-proofs tests/regression.rs SealRegressionRecord), its
+    32-byte fields as hex and its proof dropped (seal_regression_records.README)."""
     r = json.loads(line)
-    pc = r["porep_config"]
-    config = PoRepConfig(pc["sector_size"], pc["partitions"], bytes(pc["porep_id"]),
-                         ApiVersion.parse(pc["api_version"]), tuple(ApiFeature.parse(f) for f in pc["api_features"]))
-    data = SealPublicData(bytes(r["comm_r"]), bytes(r["comm_d"]), bytes(r["prover_id"]), r["sector_id"],
-                          bytes(r["ticket"]), bytes(r["seed"]))
-    return config, data, bytes(r["proof"])
+    pc, h = r["porep_config"], bytes.fromhex
+    config = PoRepConfig(pc["sector_size"], pc["partitions"], h(pc["porep_id"]), ApiVersion.parse(pc["api_version"]),
+                         tuple(ApiFeature.parse(f) for f in pc["api_features"]))
+    data = SealPublicData(h(r["comm_r"]), h(r["comm_d"]), h(r["prover_id"]), r["sector_id"], h(r["ticket"]),
+                          h(r["seed"]))
+    return config, data
 
 
-def test_seal_regression_records_give_public_inputs():
-    lines = REGRESSION_SUBSET.read_text().splitlines()
-    assert len(lines) == 24
-    seen = set()
-    for line in lines:
-        config, data, proof = load_record(line)
+# filecoin-proofs constants.rs: 2 challenges per partition for the test sizes, 18 for production
+# ones, interactive or not (get_porep_non_interactive_partitions' comment says the NI partition
+# counts were picked to keep exactly these).
+CHALLENGES_PER_PARTITION = {2048: 2, 8 << 20: 2, 512 << 20: 2, 32 << 30: 18, 64 << 30: 18}
+
+
+def check_record_inputs(config: PoRepConfig, data: SealPublicData, per_partition: list[list[int]]) -> None:
+    """Asserts the layout of one record's public inputs: counts, the shared head and, per
+    challenge, its 18 inputs (leaf indices in range, the DRG predecessor where the version puts it)."""
+    c = CHALLENGES_PER_PARTITION[config.sector_size]
+    assert config.challenges_per_partition == c and len(per_partition) == config.partitions
+    rid = replica_id(data.prover_id, data.sector_id, data.ticket, data.comm_d, config.porep_id)
+    digest = hashlib.sha256(data.prover_id + data.sector_id.to_bytes(8, "big") + data.ticket + data.comm_d +
+                            config.porep_id).digest()
+    assert rid == digest[:31] + bytes([digest[31] & 0x3F])  # params.rs generate_replica_id, spelled out again
+    head = [int.from_bytes(rid, "little"), int.from_bytes(data.comm_d, "little"), int.from_bytes(data.comm_r, "little")]
+    predecessor = 6 if config.api_version is ApiVersion.V1_0 else 1  # the DRG parent that is node - 1
+    for k, inputs in enumerate(per_partition):
+        assert len(inputs) == 3 + 18 * c  # bellperson's 1 + 3 + 18 C with ONE, which the list leaves out
+        assert inputs[:3] == head and all(0 <= x < R_MOD for x in inputs)
+        rows = [inputs[3 + 18 * i:3 + 18 * (i + 1)] for i in range(c)]
+        assert [row[0] for row in rows] == porep_challenges(config, rid, data.comm_r, data.seed, k)
+        for row in rows:
+            assert row[0] == row[15] == row[16] == row[17] and 1 <= row[0] < config.nodes
+            assert all(0 <= p < config.nodes for p in row[1:15])
+            assert row[predecessor] == row[0] - 1  # node 1's DRG parents are all 0, so this holds there too
+
+
+def test_every_seal_regression_record_gives_public_inputs():
+    lines = REGRESSION_RECORDS.read_text().splitlines()
+    assert len(lines) == 448 + 113  # v16's records, then v18's
+    replica_ids, partitions, total = set(), 0, 0
+    for number, line in enumerate(lines, 1):
+        config, data = load_record(line)
         per_partition = seal_public_inputs(config, data)
-        assert len(per_partition) == config.partitions
-        if not config.non_interactive:  # NI records hold one SnarkPack aggregate instead
-            assert len(proof) == 192 * config.partitions
-        for k, inputs in enumerate(per_partition):
-            assert len(inputs) == 3 + 18 * config.challenges_per_partition
-            assert all(0 <= x < R_MOD for x in inputs)
-            challenges = inputs[3 + 15::18]
-            assert challenges == porep_challenges(config, replica_id(data.prover_id, data.sector_id, data.ticket,
-                                                                     data.comm_d, config.porep_id),
-                                                  data.comm_r, data.seed, k)
-            assert all(1 <= c < config.nodes for c in challenges)
-        seen.add((config.sector_size, config.api_version, config.features))
-    assert len(seen) == 18  # every (size, version, features) the records hold: 4 + 5 + 5 + 3 + 1
-    config, data, _ = load_record(lines[0])
+        try:
+            check_record_inputs(config, data, per_partition)
+        except AssertionError as err:
+            raise AssertionError(f"{REGRESSION_RECORDS.name} line {number}: {err}") from err
+        replica_ids.add(per_partition[0][0])
+        partitions += len(per_partition)
+        total += sum(map(len, per_partition))
+    assert len(replica_ids) == 557  # v16 repeats four records verbatim; every other record is its own sector
+    # 530 one-partition records with 2 challenges, 22 NI ones of 13 x 2, 7 of 10 x 18 and 2 NI 32 GiB of 126 x 18
+    assert partitions == 530 + 22 * 13 + 7 * 10 + 2 * 126
+    assert total == 39 * (530 + 22 * 13) + 327 * (7 * 10 + 2 * 126)
+
+
+def test_tampered_seal_regression_records():
+    line = REGRESSION_RECORDS.read_text().splitlines()[0]
+    config, data = load_record(line)
+    inputs = seal_public_inputs(config, data)
+    record = json.loads(line)
+    porep_config = record["porep_config"]
+    short_id = {**record, "porep_config": {**porep_config, "porep_id": porep_config["porep_id"][2:]}}
+    with pytest.raises(ValueError, match="^porep_id: need 32 bytes, have 31$"):
+        load_record(json.dumps(short_id))
+    other_id = PoRepConfig(config.sector_size, config.partitions, b"\x01" + config.porep_id[1:], config.api_version)
+    assert seal_public_inputs(other_id, data)[0][0] != inputs[0][0]  # a porep_id of the right length moves replica_id
+    above_r = {**record, "comm_r": (R_MOD + 1).to_bytes(32, "little").hex()}
+    with pytest.raises(ValueError, match="^comm_r: 0x73ed.* is not below the BLS12-381 scalar modulus r$"):
+        seal_public_inputs(*load_record(json.dumps(above_r)))
     moved = SealPublicData(**{**data.__dict__, "sector_id": data.sector_id + 1})
-    assert seal_public_inputs(config, moved)[0][0] != seal_public_inputs(config, data)[0][0]
+    assert seal_public_inputs(config, moved)[0][0] != inputs[0][0]
+    # the layout check can fail: inputs of another seed, or of V1_1's parent order, are not this record's
+    check_record_inputs(config, data, inputs)
+    reseeded = SealPublicData(**{**data.__dict__, "seed": bytes(32)})
+    with pytest.raises(AssertionError):
+        check_record_inputs(config, data, seal_public_inputs(config, reseeded))
+    newer = PoRepConfig(config.sector_size, config.partitions, config.porep_id, ApiVersion.V1_1)
+    with pytest.raises(AssertionError):
+        check_record_inputs(config, data, seal_public_inputs(newer, data))
