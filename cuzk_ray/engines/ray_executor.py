@@ -176,7 +176,11 @@ class RayExecutor:
         ref = KeyRef(key_id, key_source(pk, cs), int(pk.nbytes + (cs.nbytes if cs is not None else 0)))
         self.keys[key_id] = ref
         if warm:
-            self._warm(ref)
+            try:
+                self._warm(ref)
+            except BaseException:  # the provers that did load it give its memory back
+                self.remove_key(key_id)
+                raise
         return ref
 
     def remove_key(self, key_id: str) -> None:
@@ -534,7 +538,8 @@ def start_provers(settings, tag: str) -> tuple[list, list[dict]]:
         settings.backend, settings.cpu_threads) for i, p in enumerate(placements)]
     info: list[dict] = [{} for _ in actors]
     calls = {a.ready.remote(): i for i, a in enumerate(actors)}
-    end = time.monotonic() + READY_TIMEOUT_S
+    start = time.monotonic()
+    end = start + READY_TIMEOUT_S
     try:
         while calls:
             ready, _ = ray.wait(list(calls), num_returns=1, timeout=max(0.0, end - time.monotonic()))
@@ -545,7 +550,7 @@ def start_provers(settings, tag: str) -> tuple[list, list[dict]]:
             try:
                 info[i] = ray.get(ready[0])
             except ray.exceptions.RayActorError as e:
-                if _creation_failed(e) or time.monotonic() > end - READY_TIMEOUT_S + settings.restart_wait_s:
+                if _creation_failed(e) or time.monotonic() - start > settings.restart_wait_s:
                     raise RuntimeError(f"{cls.__name__} could not start: {_start_error(e)}") from None
                 time.sleep(PROBE_S)  # killed or lost while starting: Ray restarts it (max_restarts)
                 calls[actors[i].ready.remote()] = i
