@@ -182,10 +182,11 @@ def _mix(oc: OptimizedConstants, rnd: int, s: list[int]) -> list[int]:
     return [first] + [(s[j] + s[0] * m.v_rest[j - 1]) % R_MOD for j in range(1, len(s))]
 
 
-def hash_optimized_static(values: Sequence[int]) -> int:
-    """neptune's ``hash_optimized_static`` of ``values`` (its length is the arity): the same digest
-    as ``poseidon.poseidon_hash`` when the compressed constants and matrices are right."""
-    oc = optimized_constants(len(values))
+def hash_optimized_static(values: Sequence[int], oc: OptimizedConstants | None = None) -> int:
+    """neptune's ``hash_optimized_static`` of ``values`` (its length is the arity) with ``oc`` (by
+    default the arity's MerkleTree constants): the same digest as ``poseidon.poseidon_hash`` when the
+    compressed constants and matrices are right."""
+    oc = oc or optimized_constants(len(values))
     c, t = oc.base, oc.base.width
     k = oc.compressed_round_constants
     s = [(x + y) % R_MOD for x, y in zip([c.domain_tag, *values], k[:t])]

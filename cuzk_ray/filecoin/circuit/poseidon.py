@@ -62,6 +62,10 @@ def _scalar_product(elts: list[Elt], scalars) -> Num:
     return acc
 
 
+_MUL_SUM_NAMES = {(True, True): "mul sum constraint pre-post-add", (False, True): "mul sum constraint post-add",
+                  (True, False): "mul sum constraint pre-add", (False, False): "mul sum constraint"}
+
+
 def square_sum(cs, to_add: int, num: AllocatedNum) -> AllocatedNum:
     """(num + to_add)^2, one constraint ``(num + to_add) * (num + to_add) = res``."""
     v = None if num.value is None else pow(num.value + to_add, 2, R_MOD)
@@ -72,14 +76,18 @@ def square_sum(cs, to_add: int, num: AllocatedNum) -> AllocatedNum:
 
 
 def mul_sum(cs, a: AllocatedNum, b: AllocatedNum, pre_add: int | None, post_add: int | None) -> AllocatedNum:
-    """a * (b + pre_add) + post_add, one constraint ``(b + pre) * a = res - post`` (absent keys: 0)."""
+    """a * (b + pre_add) + post_add, one constraint ``(b + pre) * a = res - post``; an absent key adds
+    no ONE term (as in Rust; a zero term would be dropped when recorded anyway)."""
     pre, post = pre_add or 0, post_add or 0
     v = None if a.value is None or b.value is None else ((b.value + pre) * a.value + post) % R_MOD
     res = AllocatedNum(cs.alloc(v, "mul_sum"), v)
-    name = {(True, True): "mul sum constraint pre-post-add", (False, True): "mul sum constraint post-add",
-            (True, False): "mul sum constraint pre-add", (False, False): "mul sum constraint"}
-    cs.enforce(name[pre_add is not None, post_add is not None], LinearCombination().add(b.variable).add(ONE, pre),
-               LinearCombination().add(a.variable), LinearCombination().add(res.variable).sub(ONE, post))
+    lhs, out = LinearCombination().add(b.variable), LinearCombination().add(res.variable)
+    if pre_add is not None:
+        lhs.add(ONE, pre_add)
+    if post_add is not None:
+        out.sub(ONE, post_add)
+    cs.enforce(_MUL_SUM_NAMES[pre_add is not None, post_add is not None], lhs, LinearCombination().add(a.variable),
+               out)
     return res
 
 
@@ -178,12 +186,15 @@ class _PoseidonCircuit:
         self.current_round += 1
 
 
-def poseidon_hash(cs, preimage: list[AllocatedNum]) -> AllocatedNum:
-    """neptune's ``circuit::poseidon_hash`` with MerkleTree / Standard constants of arity
-    ``len(preimage)`` (domain tag 2^arity - 1): the digest as a new allocated number."""
+def poseidon_hash(cs, preimage: list[AllocatedNum], oc: OptimizedConstants | None = None) -> AllocatedNum:
+    """neptune's ``circuit::poseidon_hash``: the digest of ``preimage`` as a new allocated number, with
+    ``oc`` (by default the MerkleTree / Standard constants of arity ``len(preimage)``, domain tag
+    2^arity - 1, which every Filecoin gadget uses)."""
     if not preimage:
         raise ValueError("poseidon_hash: the preimage is empty (arity must be >= 1)")
-    oc = optimized_constants(len(preimage))
+    oc = oc or optimized_constants(len(preimage))
+    if oc.base.arity != len(preimage):
+        raise ValueError(f"poseidon_hash: {len(preimage)} inputs for constants of arity {oc.base.arity}")
     circuit = _PoseidonCircuit([_num_from_fr(oc.base.domain_tag), *preimage], oc)
     digest = circuit.hash(cs)
     if circuit.offset != len(oc.compressed_round_constants):
