@@ -4,8 +4,8 @@ Counts are those rust-fil-proofs asserts: ``storage-proofs-core/src/gadgets/inse
 2, 8, 22 and size * (size - 1) constraints for 2, 4, 8, 16 elements; test_select: size - 1) and
 ``storage-proofs-core/tests/por_circuit.rs`` (Poseidon trees of 64 * base-tree-count leaves, 3
 inputs with a public root: base 2 1,887, base 4 1,164, base 8 1,063, 8-2 1,377, 8-8 1,593, 8-4-2 and
-8-2-4 1,764, 8-8-2 1,907; private root: 1,886 / 1,163 / 1,062). Roots come from the project's
-Poseidon trees (``poseidon.poseidon_hash_nodes``, ``merkle.path_from_levels``).
+8-2-4 1,764, 8-8-2 1,907; private root: 1,886 / 1,163 / 1,062; SHA-256 base 2: 272,295). Roots come from the project's
+Poseidon trees (``poseidon.poseidon_hash_nodes``, ``merkle.path_from_levels``) and tree D's ``sha254``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from cuzk_ray.filecoin.circuit.cs import ConstraintSystem, TestConstraintSystem
 from cuzk_ray.filecoin.circuit.insertion import insert, select
 from cuzk_ray.filecoin.circuit.num import AllocatedNum
 from cuzk_ray.filecoin.circuit.por import auth_path, blank_auth_path, challenge_into_auth_path_bits, por_circuit
+from cuzk_ray.filecoin.circuit.sha256_hasher import hash2_circuit, hash_multi_leaf_circuit
 from cuzk_ray.filecoin.merkle import path_from_levels
 from cuzk_ray.filecoin.poseidon import poseidon_hash_nodes
+from cuzk_ray.filecoin.sha254 import hash_level, hash_pair
 
 INSERT_COUNTS = {2: 2, 4: 8, 8: 22, 16: 16 * 15}
 POR_COUNTS = {(2, 0, 0): 1887, (4, 0, 0): 1164, (8, 0, 0): 1063, (8, 2, 0): 1377, (8, 8, 0): 1593,
@@ -196,3 +198,35 @@ def test_por_shape_without_a_witness_and_path_splitting():
     assert challenge_into_auth_path_bits(5, 16) == [True, False, True, False]
     with pytest.raises(ValueError, match="power of two"):
         challenge_into_auth_path_bits(5, 12)
+
+
+# --- tree D's SHA-256 node hash ------------------------------------------------------------------------
+
+
+def test_sha256_hash2_is_tree_ds_node_hash():
+    rng = random.Random(11)
+    a, b = rng.randrange(R_MOD), rng.randrange(R_MOD)
+    cs = TestConstraintSystem()
+    x, y = alloc_nums(cs, [a, b], "n")
+    out = hash2_circuit(cs, x, y)
+    assert out.value.to_bytes(32, "little") == hash_pair([a.to_bytes(32, "little"), b.to_bytes(32, "little")])
+    assert cs.num_constraints == 2 * 256 + 44_866 + 1  # two constant pad bits fold 8 of SHA's 44,874 away
+    assert cs.is_satisfied()
+    cs.set("pack_le/input/num", out.value + 1)
+    assert cs.which_is_unsatisfied() == "pack_le/packing constraint"
+
+
+def test_por_sha256_base_2_count_and_root():
+    rng = random.Random(12)
+    leaves = np.frombuffer(b"".join(rng.randrange(R_MOD).to_bytes(32, "little") for _ in range(64)),
+                           dtype=np.uint8).reshape(-1, 32)
+    levels = [leaves]
+    while len(levels[-1]) > 1:
+        levels.append(hash_level(levels[-1]))
+    value, path, root = circuit_inputs(levels, [2] * 6, (2, 0, 0), 45)
+    cs = TestConstraintSystem()
+    por_circuit(cs, value, path, root, private=False, hash_fn=hash_multi_leaf_circuit)
+    assert (cs.num_constraints, cs.num_inputs) == (272_295, 3)
+    assert cs.is_satisfied() and cs.verify([45, root])
+    cs.set("root_value/num", root + 1)
+    assert cs.which_is_unsatisfied() == "enforce root is correct"
