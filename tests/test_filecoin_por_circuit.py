@@ -1,6 +1,7 @@
 """Insertion and the PoR circuit (circuit/insertion.py, circuit/por.py, circuit/constraint.py).
 
-Counts are those rust-fil-proofs asserts: ``storage-proofs-core/src/gadgets/insertion.rs`` (test_insert:
+Counts are those rust-fil-proofs asserts (read at filecoin-project/rust-fil-proofs 87348a749d):
+``storage-proofs-core/src/gadgets/insertion.rs`` (test_insert:
 2, 8, 22 and size * (size - 1) constraints for 2, 4, 8, 16 elements; test_select: size - 1) and
 ``storage-proofs-core/tests/por_circuit.rs`` (Poseidon trees of 64 * base-tree-count leaves, 3
 inputs with a public root: base 2 1,887, base 4 1,164, base 8 1,063, 8-2 1,377, 8-8 1,593, 8-4-2 and

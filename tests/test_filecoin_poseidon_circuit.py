@@ -1,7 +1,8 @@
 """neptune's Poseidon circuit (circuit/poseidon.py) and its optimized-static constants (poseidon_preprocessing).
 
-Counts are those upstream tests assert: neptune 11 ``src/circuit.rs`` test_poseidon_hash (Standard
-strength: 311, 377, 505, 761, 1009, 1385 for arities 2, 4, 8, 16, 24, 36, and its formula
+Counts are those upstream tests assert (read at argumentcomputer/neptune v11.1.0 = 5947aebf0b and
+filecoin-project/rust-fil-proofs 87348a749d, which pins neptune 11): neptune ``src/circuit.rs``
+test_poseidon_hash (Standard strength: 311, 377, 505, 761, 1009, 1385 for arities 2, 4, 8, 16, 24, 36, and its formula
 3 * (t * R_F + R_P - 1) + t * R_F + R_P - arity), rust-fil-proofs ``storage-proofs-porep/src/stacked/
 circuit/hash.rs`` (hash2_circuit 311, hash_single_column of 11: 598). Digests are checked against
 the textbook permutation of ``poseidon.py`` (itself checked against neptune's known answers), and the
