@@ -33,29 +33,9 @@ from ..fast.fr_kernels import NL, mod_add, mont_mul
 from ..field import FR_R, FR_R2, R_MOD, fr_to_limbs
 from .fr32 import check_nodes, limbs_as_nodes, nodes_as_limbs
 from .poseidon import PoseidonConstants, constants
+from .poseidon_preprocessing import Matrix, mat_inv, mat_mul
 
-Matrix = list[list[int]]
 MIN_ROWS_PER_THREAD = 1024  # below this a thread's start costs more than its share of the hashing
-
-
-def _mat_mul(a: Matrix, b: Matrix) -> Matrix:
-    return [[sum(a[i][k] * b[k][j] for k in range(len(b))) % R_MOD for j in range(len(b[0]))] for i in range(len(a))]
-
-
-def _mat_inv(a: Matrix) -> Matrix:
-    """Inverse mod r by Gauss-Jordan elimination (the matrices here are invertible: MDS minors)."""
-    n = len(a)
-    m = [list(row) + [int(i == j) for j in range(n)] for i, row in enumerate(a)]
-    for col in range(n):
-        pivot = next(r for r in range(col, n) if m[r][col])
-        m[col], m[pivot] = m[pivot], m[col]
-        inv = pow(m[col][col], -1, R_MOD)
-        m[col] = [x * inv % R_MOD for x in m[col]]
-        for r in range(n):
-            if r != col and m[r][col]:
-                f = m[r][col]
-                m[r] = [(x - f * y) % R_MOD for x, y in zip(m[r], m[col])]
-    return [row[n:] for row in m]
 
 
 @dataclass(frozen=True)
@@ -83,10 +63,10 @@ def sparse_plan(c: PoseidonConstants) -> SparsePlan:
     rows, cols, n = [], [], mds
     for _ in range(c.partial_rounds):
         a_hat = [row[1:] for row in n[1:]]
-        a_inv = _mat_inv(a_hat)
+        a_inv = mat_inv(a_hat)
         rows.append([n[0][0]] + [sum(n[0][1 + k] * a_inv[k][j] for k in range(t - 1)) % R_MOD for j in range(t - 1)])
         cols.append([n[i][0] for i in range(1, t)])
-        n = _mat_mul([[1] + [0] * (t - 1)] + [[0] + row for row in a_hat], mds)
+        n = mat_mul([[1] + [0] * (t - 1)] + [[0] + row for row in a_hat], mds)
     rows.reverse()
     cols.reverse()
     return SparsePlan(full, partial, n, rows, cols)

@@ -230,6 +230,15 @@ class TestConstraintSystem(ConstraintSystem):
     def is_satisfied(self) -> bool:
         return self.which_is_unsatisfied() is None
 
+    @property
+    def constraint_paths(self) -> tuple[str, ...]:
+        """Every constraint's path, in order."""
+        return tuple(self._constraint_paths)
+
+    def constraint(self, path: str) -> tuple[LinearCombination, LinearCombination, LinearCombination]:
+        """The (A, B, C) combinations of the constraint enforced at ``path``."""
+        return self.constraints[self._constraint_paths.index(path)]
+
     def get(self, path: str) -> int:
         """The value of the aux variable allocated at ``path`` (e.g. ``"a/boolean"``)."""
         return self.aux[self._aux_paths[path]]
