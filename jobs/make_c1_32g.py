@@ -14,12 +14,32 @@ The Poseidon kernel and constants are warmed up first and not counted. A timing,
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# what a tampered twin changes in vanilla_proofs[0][1] of the decoded JSON: (list, index)
+TAMPERS = {
+    "label (challenged column)": lambda p: (p["replica_column_proofs"]["c_x"]["column"]["rows"], 1),
+    "parent column value": lambda p: (p["replica_column_proofs"]["drg_parents"][2]["column"]["rows"], 0),
+    "tree R path node": lambda p: (p["comm_r_last_proof"]["data"]["Single"]["path"]["path"][1]["hashes"], 3),
+}
+
+
+def tampered_fault(made, where) -> str | None:
+    """The vanilla verifier's line for ``made`` with one byte array's low bit flipped (None: accepted)."""
+    from cuzk_ray.filecoin import c1, vanilla
+
+    obj = json.loads(c1.c1_bytes(made))
+    proof = next(iter(obj["vanilla_proofs"].values()))[0][1]
+    values, i = where(proof)
+    values[i] = [values[i][0] ^ 1, *values[i][1:]]
+    return vanilla.c1_error(c1.parse_c1(obj))
 
 
 def main() -> None:
@@ -59,6 +79,9 @@ def main() -> None:
         sector = step("seal 8 MiB (PC1 + PC2)", lambda: seal.seal_sector(piece, p8, *ids[:3]))
         out = step("C1 of 8 MiB", lambda: seal.commit_phase1(sector, ids[3]))
         step("vanilla verify 8 MiB", lambda: vanilla.c1_error(out, ids[0], ids[1]), lambda fault: fault or "OK")
+        for what, where in TAMPERS.items():  # each twin must be refused, naming what is wrong
+            step(f"8 MiB, tampered {what}", lambda where=where: tampered_fault(out, where),
+                 lambda fault: f"refused: {fault[:90]}" if fault else "ACCEPTED (a defect)")
     print(f"  {'step':<40} {'wall s':>8} {'cpu s':>8}  result")
     for name, wall, cpu, note in rows:
         print(f"  {name:<40} {wall:8.2f} {cpu:8.2f}  {note}")
