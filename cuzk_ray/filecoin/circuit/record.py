@@ -192,10 +192,10 @@ def save_recording(path, rec: Recording) -> Path:
 
 
 def _read_meta(path: Path, z) -> dict:
+    if "meta" not in z.files:
+        raise ValueError(f"{path}: no 'meta' array (not a cuzk-ray recording)")
     try:
         meta = json.loads(bytes(z["meta"]).decode())
-    except KeyError:
-        raise ValueError(f"{path}: no 'meta' array (not a cuzk-ray recording)") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path}: field 'meta' is not JSON ({e})") from None
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
@@ -205,6 +205,8 @@ def _read_meta(path: Path, z) -> dict:
 
 
 def _mask(path: Path, z, name: str, n: int) -> np.ndarray:
+    if name not in z.files:
+        raise ValueError(f"{path}: field {name!r} is missing")
     packed = z[name]
     if packed.dtype != np.uint8 or packed.shape != ((n + 7) // 8,):
         raise ValueError(f"{path}: field {name!r} holds {packed.shape} {packed.dtype}, need ({(n + 7) // 8},) uint8")
@@ -223,10 +225,11 @@ def load_recording(path) -> Recording:
         meta = _read_meta(path, z)
         stored = CircuitShape(**meta["shape"])
         n_wires = stored.num_inputs + stored.num_aux
-        try:
-            mats = {m: CodedCsr(z[f"{m}_indptr"], z[f"{m}_entries"], z[f"{m}_table"], n_wires) for m in MATRICES}
-        except KeyError as e:
-            raise ValueError(f"{path}: field {e.args[0]!r} is missing") from None
+        missing = [f"{m}_{part}" for m in MATRICES for part in ("indptr", "entries", "table")
+                   if f"{m}_{part}" not in z.files]
+        if missing:
+            raise ValueError(f"{path}: field {missing[0]!r} is missing")
+        mats = {m: CodedCsr(z[f"{m}_indptr"], z[f"{m}_entries"], z[f"{m}_table"], n_wires) for m in MATRICES}
         cs = ConstraintSystem(n_wires, stored.num_inputs - 1, mats["A"], mats["B"], mats["C"], meta["name"])
         d = Densities(_mask(path, z, "a_aux", stored.num_aux), _mask(path, z, "b_input", stored.num_inputs),
                       _mask(path, z, "b_aux", stored.num_aux))
