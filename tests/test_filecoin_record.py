@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from cuzk_ray.backends.cpu import CpuBackend
+from cuzk_ray.domain import Domain
 from cuzk_ray.field import R_MOD
 from cuzk_ray.filecoin.circuit.cs import ONE, ConstraintSystem, LinearCombination
 from cuzk_ray.filecoin.circuit.por import auth_path, por_circuit
@@ -29,10 +31,12 @@ from cuzk_ray.filecoin.circuit.record import (
     witness_vector,
 )
 from cuzk_ray.filecoin.poseidon import poseidon_hash_nodes
-from cuzk_ray.groth16.prover import prove
+from cuzk_ray.groth16.prover import prove, prove_bellperson
 from cuzk_ray.groth16.setup import dev_setup, wire_density
 from cuzk_ray.groth16.verifier import verify
 from cuzk_ray.r1cs import UnsatisfiedConstraint
+from cuzk_ray.ref.bellperson_qap import bellperson_domain, compute_h, evaluations
+from cuzk_ray.ref.ntt import intt
 
 
 def lc(*terms):
@@ -224,3 +228,73 @@ def test_por_tampered_witness_does_not_verify(por_key):
     with pytest.raises(UnsatisfiedConstraint):
         rec.cs.check(w)
     assert not verify(pk.vk, public, prove(pk, rec.cs, w, 7, 8, CpuBackend(threads=2)))
+
+
+# --- bellperson's H (FILECOIN.md 2.3): ref/bellperson_qap.py, dev_setup(qap="bellperson"), prove_bellperson --
+
+
+def poly_at(coeffs, x: int) -> int:
+    acc = 0
+    for c in reversed(list(coeffs)):
+        acc = (acc * x + int(c)) % R_MOD
+    return acc
+
+
+def test_bellperson_h_divides_and_drops_a_zero_coefficient():
+    rec, r1cs = tiny_recording()
+    d = bellperson_domain(rec.cs.n_constraints)
+    assert (d.n, d.convention) == (8, "native") and bellperson_domain(8).n == 8 and bellperson_domain(9).n == 16
+    w = witness_vector(r1cs)
+    a, b, c = evaluations(rec.cs, w)
+    h = compute_h(a, b, c, d)
+    assert len(h) == d.n - 1
+    x = random.Random(5).randrange(R_MOD)
+    A, B, C = (poly_at(intt(v, d), x) for v in (a, b, c))
+    # A B - C = H Z with H of degree <= m - 2: only true if the dropped coefficient was 0
+    assert (A * B - C) % R_MOD == poly_at(h, x) * (pow(x, d.n, R_MOD) - 1) % R_MOD
+    w[Z] = (w[Z] + 1) % R_MOD  # a tampered witness: A B - C is no multiple of Z
+    a, b, c = evaluations(rec.cs, w)
+    A, B, C = (poly_at(intt(v, d), x) for v in (a, b, c))
+    assert (A * B - C) % R_MOD != poly_at(compute_h(a, b, c, d), x) * (pow(x, d.n, R_MOD) - 1) % R_MOD
+    with pytest.raises(ValueError, match="need 'native'"):
+        compute_h(a, b, c, Domain.of(8, "snarkjs"))
+
+
+@pytest.fixture(scope="module")
+def por_bellperson_key(por_key):
+    rec, _ = por_key
+    return dev_setup(rec.cs, seed=12, qap="bellperson")
+
+
+def test_por_bellperson_h_proves_and_verifies(por_key, por_bellperson_key):
+    rec, _ = por_key
+    pk = por_bellperson_key
+    assert pk.qap == "bellperson" and pk.domain_size == 1023  # 536 constraints: m = 1024, m - 1 H points
+    synth, public = por_synthesis(4, 1)
+    w = witness_only(synth, rec.shape)
+    proof = prove_bellperson(pk, rec.cs, w, 9, 10, CpuBackend(threads=2))
+    assert verify(pk.vk, public, proof)
+    assert not verify(pk.vk, [public[0], (public[1] + 1) % R_MOD], proof)
+
+
+def test_por_bellperson_tampered_witness_and_wrong_key_fail(por_key, por_bellperson_key):
+    rec, snarkjs_pk = por_key
+    pk = por_bellperson_key
+    synth, public = por_synthesis(5, 7)
+    w = witness_only(synth, rec.shape)
+    bad = w.copy()
+    bad[rec.num_inputs + 20] = (bad[rec.num_inputs + 20] + 1) % R_MOD
+    assert not verify(pk.vk, public, prove_bellperson(pk, rec.cs, bad, 9, 10, CpuBackend(threads=2)))
+    with pytest.raises(ValueError, match="does not match the key"):  # a snarkjs key with bellperson's H
+        prove_bellperson(snarkjs_pk, rec.cs, w, 9, 10, CpuBackend(threads=2))
+    with pytest.raises(ValueError, match="does not match the key"):  # and the other way round
+        prove(pk, rec.cs, w, 9, 10, CpuBackend(threads=2))
+
+
+def test_bellperson_key_needs_m_minus_one_h_points(por_bellperson_key):
+    pk = por_bellperson_key
+    padded = replace(pk, h_query=np.concatenate([pk.h_query, pk.h_query[:1]]))
+    with pytest.raises(ValueError, match="1024 points, expected a power of two minus one"):
+        padded.validate()
+    with pytest.raises(ValueError, match="qap='groth' is not one of"):
+        dev_setup(tiny_recording()[0].cs, seed=1, qap="groth")
