@@ -87,6 +87,12 @@ class ProvingKey:
         return len(self.h_query)
 
     @property
+    def qap(self) -> str:
+        """The H convention the h_query follows (meta "qap"): "snarkjs" (n odd-coset Lagrange
+        points, the default) or "bellperson" (m - 1 points tau^i Z(tau) / delta, FILECOIN.md 2.3)."""
+        return self.meta.get("qap", "snarkjs")
+
+    @property
     def dense(self) -> bool:
         """True when a_query and the b queries hold a point for every wire (no index arrays)."""
         return self.a_wires is None and self.b_wires is None
@@ -121,8 +127,10 @@ class ProvingKey:
                     want = f"{size} (one per wire)" if idx is None else f"{size} (one per wire of {wires})"
                     raise ValueError(f"proving key: {name} has {len(getattr(self, name))} points, expected {want}")
         n = self.domain_size
-        if n < 2 or n & (n - 1):
-            raise ValueError(f"proving key: h_query has {n} points, expected a power of two")
+        m = n + 1 if self.qap == "bellperson" else n  # bellperson's H drops the last coefficient
+        if m < 2 or m & (m - 1):
+            want = "a power of two minus one (bellperson's H)" if self.qap == "bellperson" else "a power of two"
+            raise ValueError(f"proving key: h_query has {n} points, expected {want}")
 
     def by_density(self) -> ProvingKey:
         """This key with the points at infinity of a_query, b_g1_query and b_g2_query dropped and

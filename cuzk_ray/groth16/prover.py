@@ -3,6 +3,8 @@
   prove(pk, cs, witness, r, s, backend)          from constraint matrices + witness
   prove_from_abc(pk, a, b, c, witness, r, s, ...) from a, b, c on the domain
   prove_from_h(pk, h, witness, r, s, ...)        from h + witness (MSMs and assembly only)
+  prove_bellperson(pk, cs, witness, r, s, backend) from matrices + witness, bellperson's H (a key
+                                                  of that convention; CPU reference H)
 
 Notation: w = witness (w_0 = 1, w_1..w_p public), r and s the blinding scalars.
   pi_a = alpha1 + sum w_i A_i + r delta1          (sums over the wires of a_wires / b_wires for a
@@ -23,8 +25,9 @@ from py_arkworks_bls12381 import Scalar
 
 from ..curve import g1_array, g2_array
 from ..domain import domain_size
-from ..field import R_MOD, FrVector, as_fr_limbs
+from ..field import R_MOD, FrVector, as_fr_limbs, fr_to_limbs
 from ..r1cs import ConstraintSystem
+from ..ref import bellperson_qap
 from ..timing import StageTimes
 from .keys import Proof, ProvingKey
 
@@ -49,6 +52,24 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
     witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
     h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
+    return prove_from_h(pk, h, witness, r, s, backend, times)
+
+
+def prove_bellperson(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend,
+                     times: StageTimes | None = None) -> Proof:
+    """Proof for ``witness`` of ``cs`` with bellperson's H (FILECOIN.md 2.3; ref/bellperson_qap.py),
+    for a key of that convention (``dev_setup(..., qap="bellperson")``: m - 1 H points). a, b, c
+    and H by the CPU reference (stages "abc" and "h"); the MSMs and the assembly as ``prove``."""
+    times = StageTimes() if times is None else times
+    domain = bellperson_qap.bellperson_domain(cs.n_constraints)
+    if pk.qap != "bellperson" or cs.n_wires != pk.n_wires or pk.domain_size != domain.n - 1:
+        raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints: bellperson "
+                         f"domain {domain.n}, {domain.n - 1} H points) does not match the key ({pk.qap} H, "
+                         f"{pk.n_wires} wires, {pk.domain_size} H points)")
+    with times.stage("abc"):
+        a, b, c = bellperson_qap.evaluations(cs, witness)
+    with times.stage("h"):
+        h = fr_to_limbs(bellperson_qap.compute_h(a, b, c, domain))
     return prove_from_h(pk, h, witness, r, s, backend, times)
 
 

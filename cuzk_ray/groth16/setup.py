@@ -19,6 +19,7 @@ import numpy as np
 from ..domain import domain_size
 from ..field import R_MOD, FrVector, fr_to_limbs
 from ..r1cs import ConstraintSystem, CsrMatrix
+from ..ref import bellperson_qap
 from ..ref.msm import fixed_base_mul_array
 from ..ref.qap import h_query_scalars, lagrange_at
 from .keys import WIRE_INDEX_DTYPE, ProvingKey
@@ -37,29 +38,46 @@ def _transpose_matvec(m: CsrMatrix, x: np.ndarray) -> np.ndarray:
     return CsrMatrix.from_coo(m.indices, rows, m.data, m.n_cols, m.n_rows).matvec(x)
 
 
-def qap_at_tau(cs: ConstraintSystem, tau: int):
-    """u_i(tau), v_i(tau), w_i(tau) for every wire, with the public-input rows appended to A."""
+QAP_CONVENTIONS = ("snarkjs", "bellperson")
+
+
+def qap_at_tau(cs: ConstraintSystem, tau: int, qap: str = "snarkjs"):
+    """u_i(tau), v_i(tau), w_i(tau) for every wire. "snarkjs": on the domain of size
+    domain_size(m, p), with the public-input rows appended to A; "bellperson": on the domain of
+    size m' >= m with generator 7 (ref/bellperson_qap.py), the rows as they are (a recorded
+    Filecoin circuit holds its input rows ``x_i * 0 = 0`` itself)."""
     if cs.C is None:
         raise ValueError(f"{cs.name}: the development setup needs the C matrix")
     m, p = cs.n_constraints, cs.n_public
-    lag = lagrange_at(tau, domain_size(m, p))
+    if qap == "bellperson":
+        d = bellperson_qap.bellperson_domain(m)
+        lag = lagrange_at(tau, d.n, d)
+    else:
+        lag = lagrange_at(tau, domain_size(m, p))
     u = _transpose_matvec(cs.A, lag[:m])
-    u[: p + 1] = (u[: p + 1] + lag[m : m + p + 1]) % R_MOD
+    if qap == "snarkjs":
+        u[: p + 1] = (u[: p + 1] + lag[m : m + p + 1]) % R_MOD
     return u, _transpose_matvec(cs.B, lag[:m]), _transpose_matvec(cs.C, lag[:m])
 
 
-def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: int, delta: int) -> dict:
+def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gamma: int, delta: int,
+                      qap: str = "snarkjs") -> dict:
     """The scalars of the key's points, standard-form ``uint64[k, 4]``:
     u, v, w = qap_at_tau;  lc = beta u + alpha v + w;  ic = lc[:p+1] / gamma;  l = lc[p+1:] / delta;
-    h = h_query_scalars(tau, n) / delta.  (cuda/setup.py computes the same on the GPU.)"""
-    u, v, w = qap_at_tau(cs, tau)
+    h = h_query_scalars(tau, n) / delta ("snarkjs": n odd-coset Lagrange points; "bellperson":
+    tau^i Z(tau), i < m - 1).  (cuda/setup.py computes the snarkjs ones on the GPU.)"""
+    u, v, w = qap_at_tau(cs, tau, qap)
     p = cs.n_public
     gamma_inv, delta_inv = pow(gamma, -1, R_MOD), pow(delta, -1, R_MOD)
     lc = (beta * u + alpha * v + w) % R_MOD
-    n = domain_size(cs.n_constraints, p)
+    if qap == "bellperson":
+        h = bellperson_qap.h_query_scalars(tau, bellperson_qap.bellperson_domain(cs.n_constraints))
+    else:
+        h = h_query_scalars(tau, domain_size(cs.n_constraints, p))
     out = {"u": u, "v": v, "w": w, "ic": (lc[: p + 1] * gamma_inv) % R_MOD, "l": (lc[p + 1 :] * delta_inv) % R_MOD,
-           "h": (h_query_scalars(tau, n) * delta_inv) % R_MOD}
+           "h": (h * delta_inv) % R_MOD}
     return {k: fr_to_limbs(x) for k, x in out.items()}
+
 
 
 def fixed_base_function(device: str):
@@ -140,22 +158,30 @@ def _gather(xp, values, index, beg: int, end: int):
 
 
 def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
-                 fixed_base: str | None = None, density: bool = True, chunk: int | None = None) -> dict:
+                 fixed_base: str | None = None, density: bool = True, chunk: int | None = None,
+                 qap: str = "snarkjs") -> dict:
     """Compute a development key for cs into ``sink`` (MemorySink or a BundleWriter), query by
     query and, on the GPU, STREAM_CHUNK points at a time: the host holds the scalars (on the GPU:
     nothing; they stay in VRAM) and two chunks of points, never the whole key. With ``density``
     (the default) a_query and b_g1/b_g2_query hold points only for the wires of wire_density (as
     bellperson and Filecoin's parameters store them), plus the arrays a_wires and b_wires.
     ``chunk``: points per fixed-base call (default STREAM_CHUNK on the GPU; on the CPU one call
-    per query, each of which starts a process pool). Returns the key's meta (seed, timings)."""
+    per query, each of which starts a process pool). ``qap``: the H convention of the key (one of
+    QAP_CONVENTIONS; "bellperson" computes its scalars on the CPU). Returns the key's meta (seed,
+    timings, qap)."""
     from ..backends import resolve_backend_name
 
+    if qap not in QAP_CONVENTIONS:
+        raise ValueError(f"dev_setup: qap={qap!r} is not one of {', '.join(QAP_CONVENTIONS)}")
     log.warning(INSECURE_WARNING.format(seed=seed))
     device = fixed_base or resolve_backend_name(backend)
     mul = fixed_base_function(device)
     t = ToxicWaste.from_seed(seed)
     t0 = time.perf_counter()
-    if resolve_backend_name(backend) == "cuda":  # the scalars stay in VRAM; chunks are gathered there
+    if qap == "bellperson":
+        xp = np
+        sc = setup_scalars_cpu(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, qap)
+    elif resolve_backend_name(backend) == "cuda":  # the scalars stay in VRAM; chunks are gathered there
         from ..cuda.setup import setup_scalars
         from ..kernels.loader import require_cupy
 
@@ -185,20 +211,22 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
     for name, wires in (("a_wires", a_wires), ("b_wires", b_wires)):
         if wires is not None:
             sink.add(name, wires)
-    info = {"insecure_dev_setup": True, "seed": seed, "n_constraints": cs.n_constraints,
+    info = {"insecure_dev_setup": True, "seed": seed, "qap": qap, "n_constraints": cs.n_constraints,
             "setup_seconds": round(time.perf_counter() - t0, 3), "setup_scalars_seconds": round(t_scalars, 3)}
     info.update(meta or {})
     return info
 
 
 def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
-              fixed_base: str | None = None, density: bool = True, chunk: int | None = None) -> ProvingKey:
+              fixed_base: str | None = None, density: bool = True, chunk: int | None = None,
+              qap: str = "snarkjs") -> ProvingKey:
     """A proving key for cs from toxic waste derived from seed (deterministic, insecure), in
-    memory. ``backend`` picks where the scalars are computed (cpu, cuda, auto: same key either
-    way); ``fixed_base`` where the point multiplications run ("cpu": every core, "cuda": the GPU;
-    by default the resolved backend). Large keys: dev_setup_bundle (streamed to disk)."""
+    memory, for the H convention ``qap`` (see generate_key). ``backend`` picks where the scalars
+    are computed (cpu, cuda, auto: same key either way); ``fixed_base`` where the point
+    multiplications run ("cpu": every core, "cuda": the GPU; by default the resolved backend).
+    Large keys: dev_setup_bundle (streamed to disk)."""
     sink = MemorySink()
-    info = generate_key(sink, cs, seed, meta, backend, fixed_base, density, chunk)
+    info = generate_key(sink, cs, seed, meta, backend, fixed_base, density, chunk, qap)
     pk = ProvingKey.from_arrays(sink.arrays, info)
     pk.validate()
     return pk
