@@ -1,11 +1,11 @@
 """engines/memory.py on real processes (no Ray): a process's measured bytes grow by what it
 allocates; the watch's baseline absorbs growth at idle samples and counts it during work."""
 
+import mmap
 import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from cuzk_ray.engines.memory import (
@@ -82,9 +82,13 @@ def test_this_process_and_its_children_are_found(child):
     assert child.pid in descendants(os.getpid())
     got = processes_bytes([os.getpid(), child.pid, 2**22 + 12345])
     assert set(got) == {os.getpid(), child.pid} and all(b > MIB for b in got.values())
-    buf = np.ones(32 * MIB // 8)
+    # fresh pages of our own: an anonymous mapping written to (a numpy array of this size may come
+    # from heap memory an earlier test freed, already resident: glibc's mmap threshold rises to
+    # 32 MiB after a large free, and CI's full run met exactly that)
+    buf = mmap.mmap(-1, 32 * MIB)
+    buf.write(b"\1" * (32 * MIB))
     assert process_bytes(os.getpid()) - got[os.getpid()] >= 30 * MIB
-    del buf
+    buf.close()
 
 
 def test_a_worker_at_rest_is_rebased_except_for_its_shared_pages():
