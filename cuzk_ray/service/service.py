@@ -409,6 +409,8 @@ class ProvingService:
     def _make_resident(self, kid: str, circuit: dict) -> ResidentKey:
         """Load a key, evicting idle keys least-recently-used first so that it fits the budget;
         a key that cannot fit (with every idle key evicted) is refused in one line."""
+        if self.engine is None:  # the pool did not start (/healthz says why): nothing can hold a key
+            raise RuntimeError(f"no prover pool: {self.start_error or 'not started yet'}")
         with self._lock:
             busy = {f.key_id for f in self._fed.values()}
             est = estimate_bytes(circuit)
