@@ -1,0 +1,191 @@
+"""The StackedDRG circuit top: create_label (circuit/create_label.py) and the partition circuit
+(circuit/stacked.py).
+
+Outside data (rust-fil-proofs 87348a749d):
+- ``storage-proofs-porep/src/stacked/circuit/create_label.rs`` test_create_label: 532,025
+  constraints with the test's 9,728 bit allocations (64-node graph, porep_id [32; 32], V1_1, layer 3,
+  node 22, layer and node as constants, parents 14 + 14 + 9), and the label equal to the vanilla one;
+- ``storage-proofs-porep/tests/stacked_circuit.rs``: 1 challenge, 2 layers, 8 x base-tree-count
+  nodes, 22 inputs; 1,199,620 constraints for base 8 here (base 2 1,206,212, 8-4 1,296,576 and
+  8-4-2 1,346,982 are counted by jobs/bench_stacked_circuit.py: ~15 s each). Constraint counts do
+  not depend on the witness (only constants fold), so the blank circuit is counted.
+The 2 KiB partition is checked against this project's sealer and ``porep_public_inputs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from cuzk_ray.field import R_MOD
+from cuzk_ray.filecoin import fr32, graph, labels, registry, seal
+from cuzk_ray.filecoin.circuit.bit_numbering import bytes_into_boolean_vec_be, reverse_bit_numbering
+from cuzk_ray.filecoin.circuit.boolean import FALSE
+from cuzk_ray.filecoin.circuit.create_label import create_label_circuit
+from cuzk_ray.filecoin.circuit.cs import ConstraintSystem, TestConstraintSystem
+from cuzk_ray.filecoin.circuit.stacked import (
+    TreeShape,
+    blank_challenge_proof,
+    blank_stacked_circuit,
+    stacked_circuit_from_c1,
+    synthesize_stacked,
+)
+from cuzk_ray.filecoin.circuit.uint32 import UInt32
+from cuzk_ray.filecoin.circuit.uint64 import UInt64
+from cuzk_ray.filecoin.public_inputs import SealPublicData, porep_public_inputs
+
+PROVER_ID, SECTOR_ID, TICKET, SEED = bytes(31) + b"\x07", 77, bytes([12]) * 32, bytes([13]) * 32
+
+
+def test_reverse_bit_numbering_pads_and_reverses_bytes():
+    cs = TestConstraintSystem()
+    bits = bytes_into_boolean_vec_be(cs, bytes([0b1000_0001, 0b0000_0011]), 16)
+    assert [b.bit.value for b in bits] == [True] + [False] * 6 + [True] + [False] * 6 + [True, True]
+    assert reverse_bit_numbering(bits[:10]) == bits[7::-1] + [FALSE] * 6 + bits[9:7:-1]
+    with pytest.raises(ValueError, match="2 bytes for 8 bits"):
+        bytes_into_boolean_vec_be(cs, bytes(2), 8)
+
+
+# --- create_label ------------------------------------------------------------------------------------------
+
+
+def parent_bytes(node: int, layer_data: list[bytes]) -> list[bytes]:
+    """create_label.rs's test: the node's parents in a 64-node V1_1 graph of porep_id [32; 32], DRG
+    parents read from the first 64 values, expander parents from the next 64, repeated 14 + 14 + 9."""
+    parents = graph.StackedGraph(64, bytes([32]) * 32, registry.ApiVersion.V1_1).parents(node)
+    raw = [layer_data[p] for p in parents[:6]] + [layer_data[64 + p] for p in parents[6:]]
+    return raw + raw + raw[:9]
+
+
+@pytest.fixture(scope="module")
+def label_22():
+    """The test's circuit for layer 3, node 22 (constants), parents and replica_id allocated first."""
+    rng = random.Random(5)
+    layer_data = [rng.randrange(R_MOD).to_bytes(32, "little") for _ in range(128)]
+    replica_id = rng.randrange(R_MOD).to_bytes(32, "little")
+    cs = TestConstraintSystem()
+    bits = []
+    for i, p in enumerate(parent_bytes(22, layer_data)):
+        with cs.namespace(f"parents {i}"):
+            bits.append(bytes_into_boolean_vec_be(cs, p, 256))
+    with cs.namespace("id"):
+        id_bits = bytes_into_boolean_vec_be(cs, replica_id, 256)
+    with cs.namespace("create_label"):
+        out = create_label_circuit(cs, id_bits, bits, UInt32.constant(3), UInt64.constant(22))
+    return cs, out, layer_data, replica_id
+
+
+def test_create_label_count_and_value(label_22):
+    cs, out, layer_data, replica_id = label_22
+    assert cs.num_constraints == 532_025 and cs.num_constraints - 38 * 256 == 522_297
+    label = out.value.to_bytes(32, "little")
+    assert label == labels.label_from_parents(replica_id, 3, 22, parent_bytes(22, layer_data))
+    assert label != labels.label_from_parents(replica_id, 3, 23, parent_bytes(23, layer_data))
+    assert cs.is_satisfied()
+
+
+@pytest.mark.parametrize("path,failing", [
+    ("create_label/result_num/input/num", "create_label/result_num/packing constraint"),
+    ("parents 5/bit 3/boolean", "create_label/hash/block 3/"),  # parents 4 and 5 fill block 3; the hash is stale
+])
+def test_create_label_tampered_witness_is_caught(label_22, path, failing):
+    cs = label_22[0]
+    old = cs.get(path)
+    cs.set(path, 1 - old if "bit" in path else old + 1)
+    try:
+        assert cs.which_is_unsatisfied().startswith(failing)
+    finally:
+        cs.set(path, old)
+    with pytest.raises(ValueError, match="36 parents, need 37"):
+        create_label_circuit(cs, [FALSE] * 256, [[FALSE] * 256] * 36, UInt32.constant(1), UInt64.constant(0))
+
+
+# --- the partition circuit: counts -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_stacked_circuit_count_base_8():
+    """stacked_circuit.rs test_stacked_input_circuit_poseidon_base_8 (8 nodes, 2 layers, 1 challenge)."""
+    cs = ConstraintSystem()
+    synthesize_stacked(cs, blank_stacked_circuit(TreeShape(8, 8), layers=2, challenges=1))
+    assert (cs.num_constraints, cs.num_inputs) == (1_199_620, 22)
+
+
+def test_stacked_circuit_shapes_refused():
+    assert (TreeShape(64, 8, 4, 2).base_levels, TreeShape(8, 2).base_levels, TreeShape(64, 8).base_levels) == (1, 3, 2)
+    cs = ConstraintSystem()
+    proof = blank_challenge_proof(TreeShape(8, 8), 2)
+    short = dataclasses.replace(proof.exp_parents_proofs[0], rows=(None,))
+    bad = dataclasses.replace(blank_stacked_circuit(TreeShape(8, 8), 2, 1),
+                              proofs=(dataclasses.replace(proof, exp_parents_proofs=(short,) * 8),))
+    with pytest.raises(ValueError, match="unsupported column size 1"):
+        synthesize_stacked(cs, bad)
+
+
+# --- the partition circuit from a sealed 2 KiB sector's C1 -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sealed_2k():
+    piece = bytearray(fr32.unpadded_size(2048))
+    piece[0] = 1
+    proof = registry.registered_seal_proof("StackedDrg2KiBV1_1")
+    sector = seal.seal_sector(bytes(piece), proof, PROVER_ID, SECTOR_ID, TICKET)
+    return proof, seal.commit_phase1(sector, SEED)
+
+
+@pytest.fixture(scope="module")
+def synthesized_2k(sealed_2k):
+    _, c1 = sealed_2k
+    cs = TestConstraintSystem()
+    synthesize_stacked(cs, stacked_circuit_from_c1(c1, 0))
+    return cs
+
+
+def public_data(c1, seed=SEED) -> SealPublicData:
+    return SealPublicData(c1.comm_r, c1.comm_d, PROVER_ID, SECTOR_ID, TICKET, seed)
+
+
+@pytest.mark.slow
+def test_2k_partition_is_satisfied_with_the_public_inputs_in_order(sealed_2k, synthesized_2k):
+    proof, c1 = sealed_2k
+    cs = synthesized_2k
+    assert cs.is_satisfied()
+    assert cs.num_inputs == 1 + 3 + 18 * 2
+    assert cs.verify(porep_public_inputs(proof.config, public_data(c1), 0))
+    assert not cs.verify(porep_public_inputs(proof.config, public_data(c1, bytes([14]) * 32), 0))
+
+
+TAMPERED = [  # (aux path, the first constraint that fails)
+    ("challenge_0/drg_parent_2_num/column/column_num_row_1/num",  # a parent's label at layer 2
+     "challenge_0/drg_parent_2_constraint/first round/quintic s-box 2/(l+rk)^2/squared sum constraint"),
+    ("challenge_1/comm_d_inclusion/base/merkle tree hash 4/path element 0/num",  # a tree D sibling
+     "challenge_1/comm_d_inclusion/base/merkle tree hash 4/binary insert 0/pick"),
+    ("challenge_0/data_leaf/num", "challenge_0/comm_d_inclusion/base/merkle tree hash 0/binary insert 0/pick"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path,failing", TAMPERED)
+def test_2k_partition_tampered_witness_fails_at_a_named_constraint(synthesized_2k, path, failing):
+    cs = synthesized_2k
+    old = cs.get(path)
+    cs.set(path, old + 1)
+    try:
+        assert cs.which_is_unsatisfied() == failing
+    finally:
+        cs.set(path, old)
+    assert cs.get(path) == old
+
+
+def test_2k_c1_with_inconsistent_roots_is_refused(sealed_2k):
+    _, c1 = sealed_2k
+    p0, p1 = c1.vanilla_proofs[0]
+    other = dataclasses.replace(p1.comm_r_last_proof, root=bytes(32))
+    bad = dataclasses.replace(c1, vanilla_proofs=((p0, dataclasses.replace(p1, comm_r_last_proof=other)),))
+    with pytest.raises(ValueError, match=r"vanilla_proofs\[0\]\[1\].comm_r_last_proof: root differs"):
+        stacked_circuit_from_c1(bad, 0)
+    with pytest.raises(ValueError, match="partition 1: the C1 output has partitions 0..0"):
+        stacked_circuit_from_c1(c1, 1)
