@@ -7,10 +7,10 @@
 Counts: ``storage-proofs-porep/tests/stacked_circuit.rs`` (rust-fil-proofs 87348a749d): 1
 challenge, 2 layers, 8 x base-tree-count nodes, 22 inputs; base 2 1,206,212, base 8 1,199,620,
 8-4 1,296,576, 8-4-2 1,346,982 (blank circuits: counts do not depend on the witness). Then a 2 KiB
-sector sealed by seal.py: its partition from the C1 (the recording CS, then the test CS with its
-satisfaction check), the inputs against ``porep_public_inputs``, and the blank 2 KiB circuit's
-rows against the witnessed one's (the parameters are made from the blank one). Exits 1 on any
-mismatch. The tests keep the 2 KiB partition; this is the counts, and the timings.
+sector sealed by seal.py: its partition from the C1 (the recording CS, then the checking CS), the
+inputs against ``porep_public_inputs``, and the blank 2 KiB circuit's rows against the witnessed
+one's (the parameters are made from the blank one). Exits 1 on any mismatch. The tests keep the
+2 KiB partition; this is the counts, and the timings.
 
 ``--32g``: the 32 GiB partition against cuzk's published structure (curio extern/cuzk/
 cuzk-project.md: 328 inputs, 130,169,893 aux, 130,278,869 constraints with the 328 input
@@ -140,7 +140,8 @@ def partition_32g() -> bool:
 
 def partition_2k() -> bool:
     from cuzk_ray.filecoin import fr32, registry, seal
-    from cuzk_ray.filecoin.circuit.cs import ConstraintSystem, TestConstraintSystem
+    from cuzk_ray.filecoin.circuit.checking_cs import CheckingConstraintSystem, UnsatisfiedConstraint
+    from cuzk_ray.filecoin.circuit.cs import ConstraintSystem
     from cuzk_ray.filecoin.circuit.stacked import (
         blank_stacked_circuit,
         stacked_circuit_from_c1,
@@ -159,11 +160,14 @@ def partition_2k() -> bool:
     _, secs = timed(lambda: synthesize_stacked(recorded, circuit))
     print(f"  synthesize (recording CS)         {secs:6.1f} s  {recorded.num_constraints:,} constraints, "
           f"{recorded.num_aux:,} aux, {recorded.num_inputs} inputs")
-    test = TestConstraintSystem()
-    _, secs = timed(lambda: synthesize_stacked(test, circuit))
-    unsatisfied, check = timed(test.which_is_unsatisfied)
-    inputs_ok = test.verify(porep_public_inputs(proof.config, SealPublicData(c1.comm_r, c1.comm_d, *IDS), 0))
-    print(f"  synthesize (test CS) + check      {secs:6.1f} + {check:.1f} s  "
+    checking = CheckingConstraintSystem()
+    try:
+        _, secs = timed(lambda: synthesize_stacked(checking, circuit))
+        unsatisfied = None
+    except UnsatisfiedConstraint as e:
+        secs, unsatisfied = float("nan"), e.path
+    inputs_ok = checking.inputs[1:] == porep_public_inputs(proof.config, SealPublicData(c1.comm_r, c1.comm_d, *IDS), 0)
+    print(f"  synthesize (checking CS)          {secs:6.1f} s  "
           f"satisfied: {unsatisfied is None} ({unsatisfied}), inputs equal porep_public_inputs: {inputs_ok}")
     blank = ConstraintSystem()
     config = proof.config
