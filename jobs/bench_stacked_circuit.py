@@ -8,7 +8,8 @@ Counts: ``storage-proofs-porep/tests/stacked_circuit.rs`` (rust-fil-proofs 87348
 challenge, 2 layers, 8 x base-tree-count nodes, 22 inputs; base 2 1,206,212, base 8 1,199,620,
 8-4 1,296,576, 8-4-2 1,346,982 (blank circuits: counts do not depend on the witness). Then a 2 KiB
 sector sealed by seal.py: its partition from the C1 (the recording CS, then the checking CS), the
-inputs against ``porep_public_inputs``, and the blank 2 KiB circuit's rows against the witnessed
+inputs against ``porep_public_inputs``, a challenge claimed as another node (its labels then encode
+to the wrong replica node: tree R_last's root check fails), and the blank 2 KiB circuit's rows against the witnessed
 one's (the parameters are made from the blank one). Exits 1 on any mismatch. The tests keep the
 2 KiB partition; this is the counts, and the timings.
 
@@ -24,6 +25,7 @@ an aux of the global part counts for density if one challenge uses it (all do al
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -138,16 +140,31 @@ def partition_32g() -> bool:
     return ok
 
 
+def challenge_binds_labels(c1) -> bool:
+    """Partition 0 with challenge 0 claimed as the next node: the labels hashed over it no longer
+    encode to the replica node, so tree R_last's root check must fail."""
+    from cuzk_ray.filecoin.circuit.checking_cs import CheckingConstraintSystem, UnsatisfiedConstraint
+    from cuzk_ray.filecoin.circuit.stacked import stacked_circuit_from_c1, synthesize_stacked
+
+    first = c1.vanilla_proofs[0][0]
+    moved = dataclasses.replace(first.labeling_proofs[0], node=first.labeling_proofs[0].node + 1)
+    bad = dataclasses.replace(first, labeling_proofs=(moved, *first.labeling_proofs[1:]))
+    tampered = dataclasses.replace(c1, vanilla_proofs=((bad, *c1.vanilla_proofs[0][1:]),))
+    try:
+        synthesize_stacked(CheckingConstraintSystem(), stacked_circuit_from_c1(tampered, 0))
+        caught = None
+    except UnsatisfiedConstraint as e:
+        caught = e.path
+    want = "challenge_0/comm_r_last_data_inclusion/enforce root is correct"
+    print(f"  challenge 0 claimed as node + 1   fails at {caught!r}: {'OK' if caught == want else 'WRONG'}")
+    return caught == want
+
+
 def partition_2k() -> bool:
     from cuzk_ray.filecoin import fr32, registry, seal
     from cuzk_ray.filecoin.circuit.checking_cs import CheckingConstraintSystem, UnsatisfiedConstraint
     from cuzk_ray.filecoin.circuit.cs import ConstraintSystem
-    from cuzk_ray.filecoin.circuit.stacked import (
-        blank_stacked_circuit,
-        stacked_circuit_from_c1,
-        synthesize_stacked,
-        tree_shape,
-    )
+    from cuzk_ray.filecoin.circuit.stacked import stacked_circuit_from_c1, synthesize_stacked
     from cuzk_ray.filecoin.public_inputs import SealPublicData, porep_public_inputs
 
     proof = registry.registered_seal_proof("StackedDrg2KiBV1_1")
@@ -169,14 +186,22 @@ def partition_2k() -> bool:
     inputs_ok = checking.inputs[1:] == porep_public_inputs(proof.config, SealPublicData(c1.comm_r, c1.comm_d, *IDS), 0)
     print(f"  synthesize (checking CS)          {secs:6.1f} s  "
           f"satisfied: {unsatisfied is None} ({unsatisfied}), inputs equal porep_public_inputs: {inputs_ok}")
+    bound = challenge_binds_labels(c1)
+    return unsatisfied is None and inputs_ok and bound and blank_rows_equal(recorded, proof.config)
+
+
+def blank_rows_equal(recorded, config) -> bool:
+    """The blank circuit (what parameters are made from) has the witnessed circuit's rows."""
+    from cuzk_ray.filecoin.circuit.cs import ConstraintSystem
+    from cuzk_ray.filecoin.circuit.stacked import blank_stacked_circuit, synthesize_stacked, tree_shape
+
     blank = ConstraintSystem()
-    config = proof.config
     _, secs = timed(lambda: synthesize_stacked(blank, blank_stacked_circuit(
         tree_shape(config), config.shape.layers, config.challenges_per_partition)))
     a, b = recorded.finish(), blank.finish()
     same = (a.a, a.b, a.c, a.num_inputs, a.num_aux) == (b.a, b.b, b.c, b.num_inputs, b.num_aux)
     print(f"  blank 2 KiB circuit               {secs:6.1f} s  same rows as the witnessed one: {same}")
-    return unsatisfied is None and inputs_ok and same
+    return same
 
 
 def main() -> None:

@@ -21,11 +21,13 @@ import pytest
 
 from cuzk_ray.field import R_MOD
 from cuzk_ray.filecoin import fr32, graph, labels, registry, seal
+from cuzk_ray.filecoin.circuit import constraint
 from cuzk_ray.filecoin.circuit.bit_numbering import bytes_into_boolean_vec_be, reverse_bit_numbering
 from cuzk_ray.filecoin.circuit.boolean import FALSE
 from cuzk_ray.filecoin.circuit.checking_cs import CheckingConstraintSystem, UnsatisfiedConstraint
 from cuzk_ray.filecoin.circuit.create_label import create_label_circuit
 from cuzk_ray.filecoin.circuit.cs import ConstraintSystem, TestConstraintSystem
+from cuzk_ray.filecoin.circuit.num import AllocatedNum
 from cuzk_ray.filecoin.circuit.stacked import (
     TreeShape,
     blank_challenge_proof,
@@ -105,7 +107,7 @@ def test_create_label_tampered_witness_is_caught(label_22, path, failing):
         create_label_circuit(cs, [FALSE] * 256, [[FALSE] * 256] * 36, UInt32.constant(1), UInt64.constant(0))
 
 
-# --- the partition circuit: counts -------------------------------------------------------------------------
+# --- the partition circuit: shapes and the checking CS -----------------------------------------------------
 
 
 def test_stacked_circuit_shapes_refused():
@@ -117,6 +119,21 @@ def test_stacked_circuit_shapes_refused():
                               proofs=(dataclasses.replace(proof, exp_parents_proofs=(short,) * 8),))
     with pytest.raises(ValueError, match="unsupported column size 1"):
         synthesize_stacked(cs, bad)
+
+
+def test_checking_cs_names_the_first_unsatisfied_constraint():
+    cs = CheckingConstraintSystem()
+    with cs.namespace("a"):
+        a = AllocatedNum.alloc(cs, 3)
+    with cs.namespace("sq"):
+        a.square(cs)
+    assert (cs.num_constraints, cs.aux) == (1, [3, 9])
+    bad = AllocatedNum(cs.alloc(10, "wrong"), 9)  # claims 9, holds 10
+    with pytest.raises(UnsatisfiedConstraint, match="'eq/equal'") as caught, cs.namespace("eq"):
+        constraint.equal(cs, "equal", AllocatedNum(1, 9), bad)
+    assert caught.value.path == "eq/equal" and cs.num_constraints == 1
+    with pytest.raises(TypeError, match="keeps no constraints"):
+        cs.finish()
 
 
 # --- the partition circuit from a sealed 2 KiB sector's C1 -------------------------------------------------

@@ -105,6 +105,7 @@ def path_from_inclusion(path: InclusionPath, shape: TreeShape) -> AuthPath:
 
 
 def column_proof_from_vanilla(proof: VanillaColumnProof, shape: TreeShape) -> ColumnProof:
+    """A C1 column (rows as 32 LE bytes) as the circuit's witness (column_proof.rs ``From``)."""
     return ColumnProof(tuple(_fr(r) for r in proof.rows), path_from_inclusion(proof.inclusion_proof, shape))
 
 
@@ -151,6 +152,7 @@ def stacked_circuit_from_c1(c1: C1Output, k: int) -> StackedCircuit:
 
 
 def blank_tree_path(shape: TreeShape) -> AuthPath:
+    """``AuthPath::blank(nodes)`` for a tree of this shape."""
     return blank_auth_path(shape.base_levels, shape.base, shape.sub, shape.top)
 
 
