@@ -8,24 +8,19 @@ number, which is SHA-256 with the top two bits of the last byte cleared (``sha25
 
 from __future__ import annotations
 
-from .boolean import FALSE, Boolean
+from .bit_numbering import reverse_bit_numbering
+from .boolean import Boolean
 from .multieq import CAPACITY
 from .multipack import pack_bits
 from .num import AllocatedNum
 from .sha256 import sha256
 
 
-def _byte_reversed(bits: list[Boolean]) -> list[Boolean]:
-    """Pad to whole bytes with constant zeros, then reverse the bit order within each byte."""
-    padded = list(bits) + [FALSE] * (-len(bits) % 8)
-    return [b for i in range(0, len(padded), 8) for b in reversed(padded[i : i + 8])]
-
-
 def hash_circuit(cs, bits: list[Boolean]) -> AllocatedNum:
     """SHA-256 of ``bits`` (namespace ``hash``), its first 254 little-endian bits packed (``pack_le``)."""
     with cs.namespace("hash"):
         be_bits = sha256(cs, bits)
-    le_bits = [b for i in range(0, len(be_bits), 8) for b in reversed(be_bits[i : i + 8])][:CAPACITY]
+    le_bits = reverse_bit_numbering(be_bits)[:CAPACITY]
     with cs.namespace("pack_le"):
         return pack_bits(cs, le_bits)
 
@@ -35,7 +30,7 @@ def hash_multi_leaf_circuit(cs, leaves: list[AllocatedNum], height: int = 0) -> 
     bits: list[Boolean] = []
     for i, leaf in enumerate(leaves):
         with cs.namespace(f"{i}_num_into_bits"):
-            bits += _byte_reversed(leaf.to_bits_le(cs))
+            bits += reverse_bit_numbering(leaf.to_bits_le(cs))
     return hash_circuit(cs, bits)
 
 
@@ -45,4 +40,4 @@ def hash2_circuit(cs, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
         a_bits = a.to_bits_le(cs)
     with cs.namespace("b_bits"):
         b_bits = b.to_bits_le(cs)
-    return hash_circuit(cs, _byte_reversed(a_bits) + _byte_reversed(b_bits))
+    return hash_circuit(cs, reverse_bit_numbering(a_bits) + reverse_bit_numbering(b_bits))
