@@ -14,7 +14,7 @@ from .worker import ProverWorker
 class ProverActor:
     """One prover of the pool: a backend and the keys resident in it (engines.worker.ProverWorker).
     Lifecycle: construct (nothing loaded) -> ready(keys) (where it runs; keys resident, kernels
-    warm) -> prove(batch, key, evict) for partitions of any key, each key loaded on first use.
+    warm) -> prove(batch, key) for partitions of any key, each key loaded on first use; evict(keys).
 
     Keys reach the actor through its methods, never its constructor: Ray reports constructor
     arguments that live in the object store (or hold ObjectRefs) with max_restarts > 0 as an
@@ -83,14 +83,11 @@ class ProverActor:
                 "load_seconds": self.load_seconds, "keys": list(self.worker.keys) if self.worker else [],
                 **device_memory(self.worker)}
 
-    def prove(self, batch, key: KeyRef, evict: tuple[str, ...] = (), r: int | None = None,
-              s: int | None = None) -> PartitionOutcome:
+    def prove(self, batch, key: KeyRef, r: int | None = None, s: int | None = None) -> PartitionOutcome:
         """Prove the partition in an Arrow batch made by the synthesis task with ``key`` (loaded
-        first when not resident; ``evict``: keys the pool drops from this prover first)."""
+        first when not resident)."""
         import ray
 
-        if evict:
-            self.evict(list(evict))
         with self._use_lock:  # before the load: an eviction on another thread leaves it alone from here
             self.in_use[key.key_id] = self.in_use.get(key.key_id, 0) + 1
         try:
