@@ -109,3 +109,35 @@ class LocalCluster:
             except ProcessLookupError:
                 pass
             p.wait(timeout=10)
+
+
+# Another driver that holds one CPU on every node (an actor with num_cpus=1 per alive node) until
+# it is stopped: what the watchdog tests take away from synthesis.
+HOLD_ONE_CPU_PER_NODE = """
+import sys, time, ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+ray.init(address=sys.argv[1], logging_level="ERROR")
+
+@ray.remote(num_cpus=1)
+class Hog:
+    def ping(self):
+        return 1
+
+hogs = [Hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+        for n in ray.nodes() if n["Alive"]]
+ray.get([h.ping.remote() for h in hogs])
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def hold_one_cpu_per_node(cluster: LocalCluster) -> subprocess.Popen:
+    """Start that driver (its own process group: stop it with os.killpg) and return once it holds
+    the CPUs."""
+    p = subprocess.Popen([sys.executable, "-c", HOLD_ONE_CPU_PER_NODE, cluster.address], env=cluster.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    line = p.stdout.readline().strip()
+    if line != "ready":
+        os.killpg(p.pid, signal.SIGKILL)
+        raise RuntimeError(f"the CPU-holding driver did not start (said {line!r})")
+    return p

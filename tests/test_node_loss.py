@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster import LocalCluster
+from cluster import LocalCluster, hold_one_cpu_per_node
 
 from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
 from cuzk_ray.groth16.verifier import verify
@@ -20,24 +20,6 @@ from cuzk_ray.groth16.verifier import verify
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 HANG_S = 600  # a hang detector's bound, far above what these small batches take
-
-HOGS = """
-import sys, time, ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-ray.init(address=sys.argv[1], logging_level="ERROR")
-
-@ray.remote(num_cpus=1)
-class Hog:
-    def ping(self):
-        return 1
-
-hogs = [Hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
-        for n in ray.nodes() if n["Alive"]]
-ray.get([h.ping.remote() for h in hogs])
-print("ready", flush=True)
-time.sleep(3600)
-"""
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -69,10 +51,8 @@ def test_watchdog_names_the_missing_cpu_and_the_twin_runs(cluster, tmp_path):
     """Another driver holds one CPU on each node; the job's two CPU provers take the rest, so its
     synthesis tasks can never run: one line within the watchdog's limit, exit 2 (issue 15: 400+ s
     stuck at 13/40). The twin: the same job once the other driver is gone."""
-    hogs = subprocess.Popen([sys.executable, "-c", HOGS, cluster.address], env=cluster.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    hogs = hold_one_cpu_per_node(cluster)
     try:
-        assert hogs.stdout.readline().strip() == "ready"
         t0 = time.monotonic()
         lines = finish(job(cluster, tmp_path / "a", "proofs=1", "watchdog_s=5"))
         took = time.monotonic() - t0

@@ -6,12 +6,12 @@ watchdog fails the proofs whose synthesis cannot get a CPU in watchdog_s with on
 (above service.key_budget) fails its proof in one line while another proof completes."""
 
 import json
-import subprocess
-import sys
+import os
+import signal
 import time
 
 import pytest
-from cluster import LocalCluster
+from cluster import LocalCluster, hold_one_cpu_per_node
 from conftest import snarkjs_verify_many
 from service import ROOT, ServiceProcess
 
@@ -25,23 +25,6 @@ POREP = {"kind": "porep", "constraints": 256, "partitions": 4}
 CIRCOM = {"kind": "snarkjs", "zkey": str(FIX / "linear.zkey"), "witness": str(FIX / "witness_2.wtns"),
           "r1cs": str(FIX / "linear.r1cs")}
 WATCHDOG_S = 5
-
-# Another driver takes the cluster's free CPU (one actor holding num_cpus=1) until it is killed.
-HOG = """
-import sys, time, ray
-ray.init(address=sys.argv[1], logging_level="ERROR")
-
-@ray.remote(num_cpus=1)
-class Hog:
-    def ping(self):
-        return 1
-
-h = Hog.remote()
-ray.get(h.ping.remote())
-print("ready", flush=True)
-time.sleep(3600)
-"""
-
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
@@ -100,16 +83,14 @@ def test_a_porep_key_and_a_circom_key_share_the_one_prover(pool, snarkjs):
 
 def test_the_watchdog_fails_work_no_cpu_can_run_and_the_service_goes_on(pool):
     cluster, svc, tmp = pool
-    hog = subprocess.Popen([sys.executable, "-c", HOG, cluster.address], stdout=subprocess.PIPE, text=True,
-                           env=cluster.env, start_new_session=True)
+    hog = hold_one_cpu_per_node(cluster)  # one node: the CPU synthesis needs is taken
     try:
-        assert hog.stdout.readline().strip() == "ready"  # the CPU synthesis needs is taken
         t0 = time.time()
         stuck = svc.submit("pool-stuck", dict(POREP, seed=2))
         st = svc.wait_state(stuck, states=("failed", "done"), timeout=120)
         took = time.time() - t0
     finally:
-        hog.kill()
+        os.killpg(hog.pid, signal.SIGKILL)
         hog.wait()
     assert st["state"] == "failed" and st["partitions_done"] == 0, st
     assert f"(watchdog_s={WATCHDOG_S}): " in st["error"] and "wait for 1 CPU each and no node has one free" \
