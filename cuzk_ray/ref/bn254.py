@@ -240,7 +240,7 @@ def _w_powers(e: int) -> list:
     sum c_j w^j to sum c_j (w^(e-1))^j w^j, and w^(e-1) = xi^((e-1)/6) lies in Fp2."""
     g = f2_pow(XI, (e - 1) // 6)
     out, acc = [], (1, 0)
-    for j in range(12):
+    for _ in range(12):
         el = [0] * 12
         for k, v in f12_from_f2(acc, 0).items():
             el[k] = v
