@@ -1,8 +1,10 @@
 """The evaluation domain of the QAP: its size and roots of unity, validated once (``Domain``).
 
 ``Domain(n, convention, curve)`` is the multiplicative subgroup of the n-th roots of unity of the
-curve's Fr (cuzk_ray.curves; BLS12-381 unless named) in one of the two root conventions (cuzk_ray.field.ROOT_GENERATORS: "snarkjs" for what snarkjs zkeys
-assume, "native" for arkworks / bellman). It owns what every NTT and H computation needs:
+curve's Fr (cuzk_ray.curves; BLS12-381 unless named) in one of the two root conventions
+(cuzk_ray.field.ROOT_GENERATORS: "snarkjs" for what snarkjs zkeys assume, "native" for
+arkworks / bellman; each curve's generators are in its Curve.root_generators). It owns what
+every NTT and H computation needs:
 
   log_n                  n = 2^log_n
   omega, omega_inv       a primitive n-th root of unity and its inverse

@@ -50,7 +50,8 @@ class ResidentKey:
         if g2_queries:  # the GPU backend keeps it in VRAM instead
             self.queries["b_g2_query"] = g.g2_points(pk.b_g2_query)
         if g1_queries:  # the GPU backend keeps these in VRAM instead
-            self.queries.update({q: g.g1_points(getattr(pk, q)) for q in ("a_query", "b_g1_query", "l_query", "h_query")})
+            self.queries.update({q: g.g1_points(getattr(pk, q))
+                                 for q in ("a_query", "b_g1_query", "l_query", "h_query")})
 
 
 class CpuBackend:
