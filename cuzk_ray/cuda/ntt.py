@@ -13,6 +13,7 @@ Semantics match the CPU oracle (cuzk_ray.ref.ntt, cuzk_ray.ref.qap) bit for bit:
   ntt(x, inverse=True)        = ref.ntt.intt(x)
   ntt(x, inverse=True, shift=g) = ref.ntt.coset_intt(x, g)
   compute_h(a, b, c)          = ref.qap.compute_h(a, b, c)
+  compute_h_bellperson(a, b, c) = ref.bellperson_qap.compute_h(a, b, c, domain)  (m - 1 values)
 
 CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
 saying what to install or do.
@@ -25,6 +26,7 @@ import numpy as np
 from ..domain import Domain, resolve
 from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
+from ..ref.bellperson_qap import COSET_GENERATOR
 from ..ref.ntt import bit_reverse_permutation, powers
 from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, mont_limbs, two_level
 
@@ -178,11 +180,12 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False,
-                scale: tuple | None = None) -> None:
+                scale: tuple | None = None, overwrite_src: bool = False) -> None:
     """All passes of one transform of every vector of src, result in dst (src == dst: in place).
 
     With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
-    and a temporary buffer is used between passes when there is more than one.
+    and a temporary buffer is used between passes when there is more than one, unless
+    overwrite_src says src is scratch: then the passes before the last run in place on src.
     scale = (g, factors), DIF only: coefficient i of vector y comes out multiplied by
     g^i * factors[y or 0], applied by the last pass as it stores (ntt.cu flags & 8).
     """
@@ -197,7 +200,7 @@ def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: 
         last = i == len(plan) - 1
         if last:
             target = dst
-        elif cur is not src or src is dst:
+        elif cur is not src or src is dst or overwrite_src:
             target = cur
         else:
             target = require_cupy().empty_like(src) if bitrev_out else dst
@@ -250,13 +253,22 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
             _scale(x, src, log_n, shift, (1,), bitrev=False)
         _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
         return out
-    g = 1 if shift is None else pow(shift, -1, R_MOD)
-    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)))
-    else:
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
-        _scale(out, out, log_n, g, (d.n_inv,), bitrev=False)
+    _inverse_into(x, out, d, 1 if shift is None else shift)
     return out
+
+
+def _inverse_into(src, dst, d: Domain, shift: int, overwrite_src: bool = False) -> None:
+    """dst = the coefficients (natural order) of the polynomials with values src on shift * w^j;
+    src and dst cupy ``uint64[batch, n, 4]``, n > 1, distinct. overwrite_src: src is scratch
+    (no temporary buffer between the passes)."""
+    log_n, tw = d.log_n, _omega_table(d)
+    g = pow(shift, -1, R_MOD)
+    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)),
+                    overwrite_src=overwrite_src)
+    else:
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, overwrite_src=overwrite_src)
+        _scale(dst, dst, log_n, g, (d.n_inv,), bitrev=False)
 
 
 def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
@@ -274,26 +286,90 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
     """
     cp = require_cupy()
-    if abc.ndim != 3 or abc.shape[0] != 3:
-        raise ValueError(f"compute_h_device: expected shape [3, n, 4], got {tuple(abc.shape)}")
-    n = abc.shape[1]
-    log_n = log2_size(n, "compute_h")
-    d = resolve(domain, n, "compute_h")
-    if log_n == 0:
+    d = resolve(domain, _abc_size(abc, "compute_h_device"), "compute_h")
+    if d.log_n == 0:
         return _h_n1(abc, c_over_r)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
-    tw = _omega_table(d)
+    _to_coset(abc, d, d.omega_2n, _h_factors(d, c_over_r, 1))
+    h = cp.empty((d.n, FR_LIMBS), dtype=cp.uint64)
+    _h_pointwise(h, abc)
+    return h
+
+
+def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
+    """bellperson's H (ref.bellperson_qap.compute_h): its m - 1 coefficients as a cupy
+    ``uint64[m - 1, 4]`` (a view of an m-row buffer) from a cupy ``uint64[3, m, 4]`` holding
+    a, b, c (standard form); overwrites abc. ``domain``: of size m in the "native" convention
+    (None: that one). c_over_r as compute_h_device.
+
+    Steps (g = 7, Z(g) = g^m - 1; all in VRAM):
+      1-3. as compute_h_device with the coset g instead of w_2n, and 1 / Z(g) folded into a's and
+           c's scaling                            -> a, b / Z(g), c / Z(g) at g w^j
+      4. q_j = a_j b_j - c_j, into abc[2]         -> (A B - C) / Z at g w^j (Z is g^m there)
+      5. inverse coset NTT of q by DIF passes, in place on abc[2] but for the last, which writes
+         the new buffer in natural order and scales coefficient i by g^-i / m as it stores
+      6. the first m - 1 coefficients              (the last is 0 for a satisfying witness)
+    Cost: compute_h_device's, plus one inverse transform of one vector (ceil(log2 m / 8) passes).
+    """
+    cp = require_cupy()
+    n = _abc_size(abc, "compute_h_bellperson_device")
+    d = resolve("native" if domain is None else domain, n, "compute_h_bellperson")
+    if d.convention != "native":
+        raise ValueError(f"compute_h_bellperson: the domain's roots are {d.convention!r}, need 'native' (7)")
+    if d.log_n == 0:
+        return cp.empty((0, FR_LIMBS), dtype=cp.uint64)  # m = 1: H has no coefficient
+    g = COSET_GENERATOR
+    _to_coset(abc, d, g, _h_factors(d, c_over_r, pow(pow(g, n, R_MOD) - 1, -1, R_MOD)))
+    _h_pointwise(abc[2], abc)  # element i reads c_i before it writes q_i: in place is safe
+    h = cp.empty((1, n, FR_LIMBS), dtype=cp.uint64)
+    _inverse_into(abc[2:], h, d, g, overwrite_src=True)
+    return h[0, : n - 1]
+
+
+# The device H of each QAP convention (a key's ``qap``), by name.
+H_DEVICE = {"snarkjs": compute_h_device, "bellperson": compute_h_bellperson_device}
+
+
+def h_device_function(qap: str):
+    """compute_h_device or compute_h_bellperson_device for a key's ``qap``; ValueError for others."""
+    fn = H_DEVICE.get(qap)
+    if fn is None:
+        raise ValueError(f"H: qap={qap!r} is not one of {', '.join(H_DEVICE)}")
+    return fn
+
+
+def _abc_size(abc, what: str) -> int:
+    """n of a cupy ``uint64[3, n, 4]`` (a power of two: checked)."""
+    if abc.ndim != 3 or abc.shape[0] != 3:
+        raise ValueError(f"{what}: expected shape [3, n, 4], got {tuple(abc.shape)}")
+    log2_size(abc.shape[1], what)
+    return abc.shape[1]
+
+
+def _h_factors(d: Domain, c_over_r: bool, z_inv: int) -> tuple:
+    """The scaling of a, b, c's coefficients before the coset NTT: 1/n each, R on b (h_pointwise's
+    Montgomery product), R on c when it holds c / R, and z_inv on a and c (bellperson's 1/Z(g))."""
     n_inv = d.n_inv
     c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
-    factors = (n_inv, n_inv * FR_R % R_MOD, c_factor)
-    if FOLD_SCALE:  # step 2 in the store loop of step 1's last pass
-        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(d.omega_2n, factors))
+    return (n_inv * z_inv % R_MOD, n_inv * FR_R % R_MOD, c_factor * z_inv % R_MOD)
+
+
+def _to_coset(abc, d: Domain, shift: int, factors: tuple) -> None:
+    """abc (values on w^j) -> values on shift * w^j of its polynomials, each vector also scaled by
+    n * its factor, in place: iNTT by DIF passes, coefficient i *= shift^i * factor (the last
+    pass's store, FOLD_SCALE; else a scaling pass), NTT by DIT passes."""
+    log_n, tw = d.log_n, _omega_table(d)
+    if FOLD_SCALE:
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(shift, factors))
     else:
         _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
-        _scale(abc, abc, log_n, d.omega_2n, factors, bitrev=True)
+        _scale(abc, abc, log_n, shift, factors, bitrev=True)
     _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
-    h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
-    get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
-    return h
+
+
+def _h_pointwise(out, abc) -> None:
+    """out_j = a_j (b_j R) - c_j (kernels/ntt.cu h_pointwise); out may be abc[2]."""
+    n = abc.shape[1]
+    get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, abc, np.uint64(n)))
 
 
 def _h_n1(abc, c_over_r: bool):
@@ -323,8 +399,20 @@ def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     upload and download stays in VRAM.
     """
     cp = require_cupy()
-    vecs = [check_fr(v, name).limbs for v, name in ((a, "compute_h a"), (b, "compute_h b"), (c, "compute_h c"))]
+    return cp.asnumpy(compute_h_device(_stack_abc(a, b, c, "compute_h"), domain))
+
+
+def compute_h_bellperson(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
+    """ref.bellperson_qap.compute_h on the GPU: a, b, c as for compute_h, of length m; returns
+    H's m - 1 coefficients, numpy ``uint64[m - 1, 4]``. ``domain``: native, of size m (None: that)."""
+    cp = require_cupy()
+    return cp.asnumpy(compute_h_bellperson_device(_stack_abc(a, b, c, "compute_h_bellperson"), domain))
+
+
+def _stack_abc(a, b, c, what: str):
+    """a, b, c (checked unless FrVectors) copied into one new cupy ``uint64[3, n, 4]``."""
+    cp = require_cupy()
+    vecs = [check_fr(v, f"{what} {name}").limbs for v, name in ((a, "a"), (b, "b"), (c, "c"))]
     if not (vecs[0].shape == vecs[1].shape == vecs[2].shape):
-        raise ValueError(f"compute_h: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
-    abc = cp.stack(vecs)
-    return cp.asnumpy(compute_h_device(abc, domain))
+        raise ValueError(f"{what}: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
+    return cp.stack(vecs)
