@@ -84,6 +84,36 @@ def direct_blocks(cs: CompactCS, name: str) -> BlockRecording:
     return BlockRecording(cs.rows(), whole_layout(cs.num_inputs, cs.num_aux, cs.num_constraints), name, 0)
 
 
+def check_periodic(rec: BlockRecording) -> None:
+    """Every recorded challenge block is block 0 with its own variables shifted by whole blocks:
+    the same row lengths, coefficients and variables (ValueError naming the first difference)."""
+    layout = rec.layout
+    p, b = layout.prefix_constraints, layout.block_constraints
+    for name, rows in zip(MATRICES, rec.rows):
+        first = rows.span(p, p + b)
+        for j in range(1, rec.recorded):
+            other = rows.span(p + j * b, p + (j + 1) * b)
+            what = f"{name}: challenge {j}"
+            if not np.array_equal(other.lengths, first.lengths):
+                row = int(np.flatnonzero(other.lengths != first.lengths)[0])
+                raise ValueError(f"{what} row {row} has {other.lengths[row]} terms, challenge 0's has "
+                                 f"{first.lengths[row]}")
+            shifted = _shift_keys(first.keys, layout, j)
+            same = (other.keys == shifted) & (other.ids == first.ids)
+            if not same.all():
+                e = int(np.flatnonzero(~same)[0])
+                row = int(np.searchsorted(first.offsets, e, side="right")) - 1
+                raise ValueError(f"{what} row {row} differs from challenge 0's shifted by {j} blocks (term {e})")
+
+
+def _shift_keys(keys: np.ndarray, layout: BlockLayout, j: int) -> np.ndarray:
+    """Block 0's variable keys as block j's: its own inputs and aux moved by j blocks."""
+    is_aux = keys >= AUX_KEY
+    index = np.where(is_aux, keys - AUX_KEY, keys)
+    own = index >= np.where(is_aux, layout.prefix_aux, layout.prefix_inputs)
+    return keys + own * j * np.where(is_aux, layout.block_aux, layout.block_inputs)
+
+
 # --- coefficients -----------------------------------------------------------------------------------
 
 
