@@ -303,6 +303,7 @@ def load_partition_recording(path, verify_hashes: bool = True, check_density: bo
                     (("a_aux", stored.num_aux), ("b_input", stored.num_inputs), ("b_aux", stored.num_aux))))
     rec = _recording(arrays, layout, name, d)
     if check_density:
+        _check_columns(path, rec.cs)
         again = densities(rec.cs, stored.num_inputs)
         for field in ("a_aux", "b_input", "b_aux"):
             if not np.array_equal(getattr(d, field), getattr(again, field)):
@@ -330,6 +331,15 @@ def _check_arrays(path: Path, arrays: dict, stored: CircuitShape, layout: BlockL
             raise ValueError(f"{path}: field '{m}_indptr' runs {int(ip[0])}..{int(ip[-1])}, need 0..{nnz}")
     if (stored.num_inputs, stored.num_aux) != (layout.num_inputs, layout.num_aux):
         raise ValueError(f"{path}: the manifest's shape and layout disagree on the inputs and aux")
+
+
+def _check_columns(path: Path, cs: ConstraintSystem) -> None:
+    for m in MATRICES:
+        cols = getattr(cs, m).indices
+        if len(cols) and int(cols.max()) >= cs.n_wires:
+            e = int(np.argmax(cols >= cs.n_wires))
+            raise ValueError(f"{path}: field '{m}_entries' has column {int(cols[e])} at entry {e}, "
+                             f"need < {cs.n_wires}")
 
 
 def cached_partition_recording(cache_dir, config: PoRepConfig, circuit: str = "stacked") -> Recording:
