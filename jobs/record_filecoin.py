@@ -111,7 +111,11 @@ def main() -> None:
     args = ap.parse_args()
     ok = True
     for label in args.sizes:
-        ok &= record_size(label, Path(args.out).expanduser(), args.force, args.check_direct)
+        try:
+            ok &= record_size(label, Path(args.out).expanduser(), args.force, args.check_direct)
+        except ValueError as e:  # a corrupt recording, a layout that does not fit: one line, no traceback
+            print(f"record_filecoin: {e}", file=sys.stderr)
+            sys.exit(2)
     sys.exit(0 if ok else 1)
 
 

@@ -32,6 +32,7 @@ from cuzk_ray.filecoin.circuit.partition_record import (
     direct_blocks,
     load_partition_recording,
     partition_cache_path,
+    recorded_layout,
     save_blocks,
     synthesize_blocks,
 )
@@ -172,6 +173,7 @@ def test_cache_round_trip(replicated_2k, saved_2k, monkeypatch):
     assert isinstance(loaded.cs.A.entries, np.memmap)  # mapped, not read
     assert same_arrays(loaded, replicated_2k) and loaded.shape == replicated_2k.shape
     assert not [p for p in saved_2k.parent.iterdir() if p.name.startswith(".")]  # no temporary left
+    assert recorded_layout(saved_2k) == LAYOUT_2K
     monkeypatch.setattr(partition_record, "synthesize_blocks", lambda *a: pytest.fail("synthesized again"))
     assert cached_partition_recording(saved_2k.parent, CONFIG_2K).shape == loaded.shape
 
@@ -213,6 +215,10 @@ def test_tampered_manifest_is_named(saved_2k, tmp_path):
     (bad / "A_table.npy").unlink()
     with pytest.raises(ValueError, match="A_table.npy: missing"):
         load_partition_recording(bad)
+    del manifest["layout"]
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="field 'layout' is missing"):
+        recorded_layout(bad)
     (bad / "manifest.json").write_text("{")
     with pytest.raises(ValueError, match="manifest.json: not valid JSON"):
         load_partition_recording(bad)

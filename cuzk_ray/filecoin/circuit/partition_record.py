@@ -316,6 +316,16 @@ def load_partition_recording(path, verify_hashes: bool = True, check_density: bo
     return rec
 
 
+def recorded_layout(path) -> BlockLayout:
+    """The block layout a saved recording was assembled by (its manifest only: no synthesis)."""
+    try:
+        return BlockLayout(**read_manifest(path, FORMAT, (VERSION,))["layout"])
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{Path(path) / 'manifest.json'}: field 'layout' is missing or malformed ({e})") from None
+    except KeyBundleError as e:
+        raise ValueError(str(e)) from None
+
+
 def _check_arrays(path: Path, arrays: dict, stored: CircuitShape, layout: BlockLayout) -> None:
     """What a reader relies on before touching an entry: present, sized by the counts, in range."""
     want = {"a_aux": (stored.num_aux + 7) // 8, "b_input": (stored.num_inputs + 7) // 8,
