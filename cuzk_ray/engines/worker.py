@@ -17,7 +17,7 @@ from ..backends import make_backend
 from ..circuits import synthesize
 from ..field import checked_fr, limbs_to_ints
 from ..groth16.keys import ProvingKey
-from ..groth16.prover import prove, random_blinding
+from ..groth16.prover import check_backend_qap, prove, random_blinding
 from ..partition import Partition
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
@@ -50,6 +50,7 @@ class ProverWorker:
         """Make the key resident (once); the seconds each step took (what a key's start costs)."""
         if key_id in self.keys:
             return self.key_seconds[key_id]
+        check_backend_qap(pk, self.backend)  # a key this backend cannot prove with: refused before any upload
         seconds: dict[str, float] = {}
         try:
             for what, step, arg in (("key", self.backend.load_key, pk), ("matrices", self.backend.load_cs, cs),
