@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,9 +120,9 @@ class FilecoinCircuit:
         return f"C1 {self.c1}"
 
     def proof_names(self) -> tuple[str, ...]:
-        from . import witness_names
-
-        return witness_names([Path(self.c1).stem])
+        """The proof's id in output_dir/proofs/: the C1 file's name less its extension, characters
+        other than letters, digits, ``_`` and ``-`` replaced by ``_``."""
+        return (re.sub(r"[^A-Za-z0-9_-]", "_", Path(self.c1).stem) or "c1",)
 
     def proof_info(self, proof: int) -> dict:
         return {"c1": self.c1}
