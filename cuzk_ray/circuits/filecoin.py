@@ -127,18 +127,18 @@ class FilecoinCircuit:
     def proof_info(self, proof: int) -> dict:
         return {"c1": self.c1}
 
-    def write_seal_proofs(self, output_dir, entries: dict) -> dict:
+    def write_seal_proofs(self, output_dir, entries: dict, proof_id: str | None = None) -> dict:
         """The MultiProof of the C1 from the partitions on disk (``entries``: OutputDir.entries),
         verified against the C1's public inputs with the bellperson verifier, then written
         (temporary name, rename); what the manifest's run info records. Nothing when a partition is
-        missing (a failed or stopped run)."""
+        missing (a failed or stopped run). ``proof_id``: the entries' id (default: proof_names())."""
         from ..filecoin.c1 import read_c1
         from ..filecoin.c2 import write_multiproof
         from ..filecoin.params import read_vk
         from ..formats.native import file_sha256
         from ..formats.snarkjs_json import read_proof
 
-        (name,) = self.proof_names()
+        name = proof_id or self.proof_names()[0]
         parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
         if sorted(parts) != list(range(self.partitions)):
             return {}
