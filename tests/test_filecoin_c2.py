@@ -165,3 +165,59 @@ def test_a_dev_params_file_of_the_wrong_size_is_named(sealed, proved, tmp_path):
     with pytest.raises(ValueError, match=r"cut.params: .*truncated"):
         c2.load_params(cut, setup)
     c2.load_params(params, setup)  # the whole file loads
+
+
+# --- selftest, with development files standing in for the published ones ------------------------------------
+
+
+@pytest.fixture
+def published_dev_files(sealed, tmp_path, monkeypatch):
+    """A folder with the 2 KiB stand-in circuit's dev .params/.vk under the published names, and a
+    function that makes parameters.json's table carry their digests (as if they were published)."""
+    from cuzk_ray.filecoin import parameters_json as pj
+
+    _, _, cache = sealed
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    params, vk = c2.dev_key_files(setup, cache)
+    c2.ensure_dev_params(setup, cache)
+    folder = tmp_path / "params"
+    folder.mkdir()
+    names = published_key_names(2048)
+    for src, name in zip((params, vk), names):
+        (folder / name).write_bytes(src.read_bytes())
+
+    def publish():
+        for name in names:
+            entry = pj.PUBLISHED_FILES[name]
+            monkeypatch.setitem(pj.PUBLISHED_FILES, name, pj.PublishedFile(name, entry.sector_size, entry.cid,
+                                                                           pj.file_digest(folder / name)))
+    return folder, cache, publish
+
+
+def selftest(capsys, folder, cache) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["selftest", "--params", str(folder), "--cache-dir", str(cache), "--variant", "inputs"])
+    return code, capsys.readouterr().out.strip()
+
+
+def test_selftest_says_compatible_for_files_that_fit(published_dev_files, capsys):
+    folder, cache, publish = published_dev_files
+    publish()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 0 and out.startswith("compatible: a fresh 2 KiB sector's partition (391 constraints)"), out
+
+
+def test_selftest_says_not_compatible_and_why(published_dev_files, capsys, sealed):
+    folder, cache, publish = published_dev_files
+    code, out = selftest(capsys, folder, cache)  # the dev files' digests are not parameters.json's
+    assert code == 1 and out.startswith("NOT compatible: ") and "does not match parameters.json" in out, out
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    c2.ensure_dev_params(setup, cache, setup_seed=1)
+    params_name, vk_name = published_key_names(2048)
+    (folder / vk_name).write_bytes(c2.dev_key_files(setup, cache, 1)[1].read_bytes())  # another key's .vk
+    publish()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 1 and out == f"NOT compatible: {vk_name} is not the verifying key inside {params_name}", out
+    (folder / params_name).unlink()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 1 and out.startswith("NOT compatible: ") and "missing" in out, out
