@@ -221,3 +221,16 @@ def test_selftest_says_not_compatible_and_why(published_dev_files, capsys, seale
     (folder / params_name).unlink()
     code, out = selftest(capsys, folder, cache)
     assert code == 1 and out.startswith("NOT compatible: ") and "missing" in out, out
+
+
+def test_overwrite_removes_an_earlier_seal_proof(sealed, tmp_path):
+    from cuzk_ray.outputs import SEAL_PROOF, OutputDir
+
+    run = tmp_path / "run"
+    (run / "proofs" / "c1").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (run / "proofs" / "c1" / SEAL_PROOF).write_bytes(bytes(192))
+    (run / "proofs" / "c1" / "mine.txt").write_text("the user's")  # not the contract's: kept
+    with OutputDir.open(run, overwrite=True) as out:
+        assert out.removed == 2
+    assert not (run / "proofs" / "c1" / SEAL_PROOF).exists() and (run / "proofs" / "c1" / "mine.txt").exists()

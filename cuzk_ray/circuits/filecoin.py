@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..outputs import SEAL_PROOF
 from ..witness import CompactWitness, compact, compact_bytes
-
-SEAL_PROOF = "seal_proof.bin"  # output_dir/proofs/<proof_id>/seal_proof.bin: the MultiProof
 
 
 @dataclass(frozen=True)

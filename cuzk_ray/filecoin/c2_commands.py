@@ -46,10 +46,10 @@ def c2_config(args: argparse.Namespace, work: Path) -> dict:
 
 def run_c2(args: argparse.Namespace) -> int:
     """Prove the C1 and write the verified MultiProof to --out."""
-    from ..circuits.filecoin import SEAL_PROOF
     from ..console import Console
     from ..formats.snarkjs_json import write_bytes_atomic
     from ..job import run
+    from ..outputs import SEAL_PROOF
 
     out = Path(args.out)
     if not out.resolve().parent.is_dir():
