@@ -23,6 +23,9 @@ class CircuitConf:
     # Any, not list[str], so that a single unbracketed `circuit.witness=w.wtns` is accepted too
     witness: Any = field(default_factory=list)
     r1cs: str | None = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
+    c1: str | None = None  # circuit=filecoin: the C1 JSON (SealCommitPhase1Output) to prove
+    params: str | None = None  # circuit=filecoin: the folder of Filecoin's .params/.vk; null: a dev key (INSECURE)
+    variant: str = "stacked"  # circuit=filecoin: stacked (the real circuit) | inputs (a plumbing stand-in)
 
 
 @dataclass

@@ -4,6 +4,8 @@
                                                          "setup_seed" for a development key)
   output_dir/proofs/<proof_id>/partition-<k>/proof.json  snarkjs format
   output_dir/proofs/<proof_id>/partition-<k>/public.json
+  output_dir/proofs/<proof_id>/seal_proof.bin            circuit=filecoin: the MultiProof (192 bytes per
+                                                         partition), verified against the C1 first
   output_dir/journal.jsonl    a run header line, then one line per verified partition, appended
                               and fsync'd as each partition's files are on disk
   output_dir/manifest.json    {"complete": true, "proofs": [entry, ...], "run": {...},
@@ -63,6 +65,7 @@ PARTIAL = "manifest.partial.json"
 JOURNAL = "journal.jsonl"
 VK = "verification_key.json"
 PROOFS = "proofs"
+SEAL_PROOF = "seal_proof.bin"  # circuit=filecoin: proofs/<proof_id>/seal_proof.bin
 LOCK = ".cuzk-ray.lock"
 RESERVE = ".cuzk-ray.reserve"
 LOCK_ADVICE = "wait for it or use another output_dir"
@@ -232,7 +235,7 @@ class OutputDir:
         temporary files of its atomic writes, left by a run that was killed); directories under
         proofs/ that are left empty go too. Returns how many files were removed."""
         ours = (MANIFEST, PARTIAL, JOURNAL, VK)
-        temp = tuple(f".{n}." for n in ours + ("proof.json", "public.json"))  # write_bytes_atomic's prefix
+        temp = tuple(f".{n}." for n in ours + ("proof.json", "public.json", SEAL_PROOF))  # write_bytes_atomic's
         n = 0
         with _guard(self.path):
             for f in self.path.iterdir():
@@ -241,8 +244,8 @@ class OutputDir:
                     n += 1
             proofs = self.path / PROOFS
             if proofs.is_dir():
-                for f in list(proofs.glob("*/partition-*/*")):
-                    if f.is_file() and (f.name in ("proof.json", "public.json") or f.name.startswith(temp)):
+                for f in list(proofs.glob("*/partition-*/*")) + list(proofs.glob(f"*/*{SEAL_PROOF}*")):
+                    if f.is_file() and (f.name in ("proof.json", "public.json", SEAL_PROOF) or f.name.startswith(temp)):
                         f.unlink()
                         n += 1
                 for d in sorted((p for p in proofs.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):

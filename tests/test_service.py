@@ -278,6 +278,40 @@ def test_snarkjs_request_is_proved_with_its_own_key(svc, snarkjs, tmp_path):
     assert any(k.startswith("snarkjs-linear.zkey-") for k in keys) and len(keys) >= 2
 
 
+def test_filecoin_c2_request_writes_a_multiproof_that_filecoin_verify_accepts(svc, capsys):
+    """A sealed 2 KiB sector's C1 as a filecoin-c2 request (the inputs stand-in circuit, a dev key the
+    service makes): the same pool and queue; the MultiProof verifies with ``cuzk-ray filecoin verify``
+    against the sector's data, and a C1 with a missing field is refused with 422 naming it."""
+    from cuzk_ray.filecoin import c2, fr32, registry, seal
+    from cuzk_ray.filecoin.c1 import write_c1
+    from cuzk_ray.filecoin.commands import main as filecoin
+
+    proof = registry.registered_seal_proof("StackedDrg2KiBV1_1")
+    ids = (bytes(31) + b"\x09", 5, bytes([3]) * 32, bytes([4]) * 32)  # prover_id, sector_id, ticket, seed
+    sector = seal.seal_sector(bytes(fr32.unpadded_size(2048)), proof, *ids[:3])
+    c1 = seal.commit_phase1(sector, ids[3])
+    write_c1(c1, svc.tmp / "c1.json")
+    pid = svc.submit("filecoin-1", {"kind": "filecoin-c2", "c1": str(svc.tmp / "c1.json"), "variant": "inputs"})
+    assert svc.wait_state(pid)["partitions_done"] == 1
+    manifest = json.loads((results_dir(svc, pid) / "manifest.json").read_text())
+    out = results_dir(svc, pid) / manifest["seal_proof"]["path"]
+    setup = c2.circuit_setup(proof, svc.cache, "inputs")  # the service recorded it there
+    flags = ["--vk", str(c2.dev_key_files(setup, svc.cache)[1]), "--registered-proof", proof.name, "--comm-d",
+             c1.comm_d.hex(), "--prover-id", ids[0].hex(), "--sector-id", str(ids[1]), "--ticket", ids[2].hex(),
+             "--seed", ids[3].hex()]
+    capsys.readouterr()
+    assert filecoin(["verify", str(out), "--comm-r", c1.comm_r.hex(), *flags]) == 0
+    other = bytes([c1.comm_r[0] ^ 1]) + c1.comm_r[1:]
+    assert filecoin(["verify", str(out), "--comm-r", other.hex(), *flags]) == 1
+    assert capsys.readouterr().out.split() == ["OK", "INVALID"]
+    obj = json.loads((svc.tmp / "c1.json").read_text())
+    del obj["seed"]
+    (svc.tmp / "c1-bad.json").write_text(json.dumps(obj))
+    body = {"request_id": "filecoin-bad", "circuit": {"kind": "filecoin-c2", "c1": str(svc.tmp / "c1-bad.json")}}
+    code, ans = svc.request("POST", "/v1/proofs", body)
+    assert code == 422 and "seed" in json.dumps(ans), (code, ans)
+
+
 def times(svc, ids) -> dict[str, tuple]:
     """(created, started, finished) of each proof, from the service's own database."""
     with sqlite3.connect(svc.cache / "service" / "service.db") as db:

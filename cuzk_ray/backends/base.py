@@ -32,6 +32,7 @@ class DeviceTime:
 @runtime_checkable
 class Backend(Protocol):
     name: str  # "cpu" | "cuda"
+    qaps: tuple[str, ...]  # the H conventions compute_h_from_witness computes ("snarkjs", "bellperson")
     split_g2: bool  # the prover cuts the G2 MSM in two halves (two CPU threads share it)
 
     def warm_up(self, pk: ProvingKey) -> None:
@@ -63,8 +64,9 @@ class Backend(Protocol):
         (an oracle-facing entry point; the prover's path is compute_h_from_witness)."""
 
     def compute_h_from_witness(self, cs: ConstraintSystem, witness: FrVector,
-                               times: StageTimes | None = None) -> FrVector:
-        """h from the witness (a, b, c evaluated first, on the device for cuda; an FrVector there)."""
+                               times: StageTimes | None = None, qap: str = "snarkjs") -> FrVector:
+        """h from the witness (a, b, c evaluated first, on the device for cuda; an FrVector there);
+        ``qap`` "bellperson": bellperson's H, m - 1 coefficients (passed only for such a key)."""
 
     def gather(self, key: Any, wires: str, scalars: FrVector) -> FrVector:
         """The scalars of the wires that have a point in the key's queries of density ``wires``

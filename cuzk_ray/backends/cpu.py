@@ -6,8 +6,9 @@ reference over BN254's Fr.
 The Backend protocol (backends/base.py, shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
   compute_h(a, b, c) -> h as standard-form ``uint64[n, 4]``
-  compute_h_from_witness(cs, witness, times) -> h as an FrVector (a, b, c evaluated first; the
-      cuda backend does both on the device from resident matrices)
+  compute_h_from_witness(cs, witness, times, qap) -> h as an FrVector (a, b, c evaluated first; the
+      cuda backend does both on the device from resident matrices); qap "bellperson": bellperson's
+      H (fast/bellperson_qap.py from 2^14 up, else ref/bellperson_qap.py), m - 1 coefficients
   gather(resident, wires, scalars) -> the scalars of the key's a_wires / b_wires (numpy take)
   msm_g1(resident, query, scalars) / msm_g2(...) -> arkworks point
   stage(w) -> w expanded on the host when it is a CompactWitness, else as it is
@@ -29,7 +30,8 @@ from ..curves import BLS12_381, curve_of_prime
 from ..domain import Domain
 from ..field import FrVector, as_fr_limbs, fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
-from ..ref import qap
+from ..ref import bellperson_qap
+from ..ref import qap as snarkjs_qap
 from ..timing import StageTimes
 from ..witness import expand_on_host
 
@@ -56,6 +58,7 @@ class ResidentKey:
 
 class CpuBackend:
     name = "cpu"
+    qaps = ("snarkjs", "bellperson")  # the H conventions compute_h_from_witness computes
     split_g2 = True  # the prover runs the G2 MSM in two halves, on two threads (two cores)
 
     # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
@@ -113,7 +116,7 @@ class CpuBackend:
                 self.fast_h_min_size = float("inf")
             else:
                 return compute_h_fast(a, b, c)
-        h = qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
+        h = snarkjs_qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
         return fr_to_limbs(h)
 
     def load_cs(self, cs):
@@ -126,17 +129,33 @@ class CpuBackend:
         if key is not None and key.pk is pk:
             del self._keys[id(pk)]
 
-    def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
+    def compute_h_from_witness(self, cs, witness, times=None, qap: str = "snarkjs") -> FrVector:
         """h (an FrVector of standard-form ``uint64[n, 4]``, reduced by construction) from the
-        witness: a, b, c on the CPU (stage "abc"), then compute_h (stage "h")."""
+        witness: a, b, c on the CPU (stage "abc"), then compute_h (stage "h"). ``qap``: the key's H
+        convention (one of ``qaps``): "bellperson" gives bellperson's m - 1 coefficients."""
         times = StageTimes() if times is None else times
+        if qap not in self.qaps:
+            raise ValueError(f"backend=cpu: no H in the {qap!r} convention (known: {', '.join(self.qaps)})")
+        if qap == "bellperson":
+            return self._bellperson_h(cs, witness, times)
         with times.stage("abc"):
-            a, b, c = qap.evaluations(cs, fr_vector(witness))
+            a, b, c = snarkjs_qap.evaluations(cs, fr_vector(witness))
         with times.stage("h"):
             curve = curve_of_prime(cs.modulus)
             if curve is not BLS12_381:  # BN254: the reference H over its Fr (no fast path yet)
-                return FrVector(fr_to_limbs(qap.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name))))
+                return FrVector(fr_to_limbs(snarkjs_qap.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name))))
             return FrVector(self.compute_h(a, b, c))
+
+    def _bellperson_h(self, cs, witness, times: StageTimes) -> FrVector:
+        with times.stage("abc"):
+            a, b, c = bellperson_qap.evaluations(cs, fr_vector(witness))
+        domain = bellperson_qap.bellperson_domain(cs.n_constraints)
+        with times.stage("h"):
+            if domain.n >= self.fast_h_min_size:
+                from ..fast.bellperson_qap import compute_h as fast_h  # imports numba: only when it pays
+
+                return FrVector(fast_h(a, b, c, domain))
+            return FrVector(fr_to_limbs(bellperson_qap.compute_h(a, b, c, domain)))
 
     def gather(self, key: ResidentKey, wires: str, scalars):
         """scalars[pk.<wires>] (limbs, an FrVector when given one), or scalars when the key is

@@ -139,6 +139,7 @@ class GpuKey:
 
 class CudaBackend:
     name = "cuda"
+    qaps = ("snarkjs", "bellperson")  # the H conventions compute_h_from_witness computes (cuda/ntt.py)
     split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
     precompute_h = True  # window multiples of the H bases when they pay and fit (GpuKey)
 

@@ -294,6 +294,10 @@ def synthesize(spec: dict) -> CompactWitness:
         from ..formats.snarkjs import read_wtns
 
         return compact(checked_fr(read_wtns(spec["path"], spec["n_wires"]), spec["path"]))  # an FrVector passes
+    if spec["kind"] == "filecoin":
+        from .filecoin import synthesize_partition
+
+        return synthesize_partition(spec)  # reduced by construction (field arithmetic mod r)
     raise ValueError(f"unknown circuit kind {spec['kind']!r}")
 
 
@@ -303,4 +307,8 @@ def make_circuit(c: dict):
         return PorepCircuit.from_config(c)
     if kind == "snarkjs":
         return SnarkjsCircuit.from_config(c)
-    raise ValueError(f"circuit.kind={kind!r} is not a known circuit (known: porep, snarkjs)")
+    if kind == "filecoin":
+        from .filecoin import FilecoinCircuit
+
+        return FilecoinCircuit.from_config(c)
+    raise ValueError(f"circuit.kind={kind!r} is not a known circuit (known: porep, snarkjs, filecoin)")

@@ -15,7 +15,7 @@ LEGEND = {
     "synthesis": "the witness: a .wtns file read, or the built-in circuit synthesized",
     "upload": "the witness copied to the GPU (pinned buffer, own stream)",
     "abc": "a, b, c = A.w, B.w, C.w (sparse matrix-vector products)",
-    "h": "H: iNTT, coset NTT of a, b, c, then a.b - c (snarkjs's convention)",
+    "h": "H: iNTT, coset NTT of a, b, c, then a.b - c (the key's convention: snarkjs's or bellperson's)",
     "gather": "witness values of the wires the key has points for (key by density)",
     "msm_a": "MSM in G1 over the A query (pi_a)",
     "msm_b_g1": "MSM in G1 over the B query (for pi_c)",

@@ -17,7 +17,7 @@ from ..backends import check_backend_curve, make_backend
 from ..circuits import synthesize
 from ..field import checked_fr, limbs_to_ints
 from ..groth16.keys import ProvingKey
-from ..groth16.prover import prove, random_blinding
+from ..groth16.prover import check_backend_qap, prove, random_blinding
 from ..partition import Partition
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
@@ -51,6 +51,7 @@ class ProverWorker:
         if key_id in self.keys:
             return self.key_seconds[key_id]
         check_backend_curve(self.backend.name, pk.curve.name)  # before anything is made resident
+        check_backend_qap(pk, self.backend)  # a key this backend cannot prove with: refused before any upload
         seconds: dict[str, float] = {}
         try:
             for what, step, arg in (("key", self.backend.load_key, pk), ("matrices", self.backend.load_cs, cs),

@@ -36,15 +36,15 @@ THREADS = max(1, min(2, int(os.environ.get("CUZK_H_THREADS", os.cpu_count() or 1
 _pool: ThreadPoolExecutor | None = None
 
 
-def _mont(value: int) -> np.ndarray:
+def mont_value(value: int) -> np.ndarray:
     """One Fr value in Montgomery form as ``uint64[1, 4]``."""
     return np.frombuffer((value * FR_R % R_MOD).to_bytes(32, "little"), dtype="<u8").reshape(1, 4).copy()
 
 
-def _powers(base: int, n: int, start: int = 1) -> np.ndarray:
+def mont_powers(base: int, n: int, start: int = 1) -> np.ndarray:
     """start * base^i for i < n, Montgomery form, ``uint64[n, 4]``."""
     out = np.empty((max(n, 1), 4), dtype=np.uint64)
-    K.powers_mont(_mont(base % R_MOD), _mont(start % R_MOD), out)
+    K.powers_mont(mont_value(base % R_MOD), mont_value(start % R_MOD), out)
     return out[:n]
 
 
@@ -54,17 +54,17 @@ def tables(d: Domain):
     domain d: built once per process and domain (read-only arrays), then cached."""
     n = d.n
     half = max(n // 2, 1)
-    tw, tw_inv = _powers(d.omega, half), _powers(d.omega_inv, half)
+    tw, tw_inv = mont_powers(d.omega, half), mont_powers(d.omega_inv, half)
     w2, n_inv = d.omega_2n, d.n_inv
     rev = bit_reverse_permutation(n)
-    scale = _powers(w2, n, n_inv)[rev]
-    scale_a = _powers(w2, n, n_inv * FR_R)[rev]
+    scale = mont_powers(w2, n, n_inv)[rev]
+    scale_a = mont_powers(w2, n, n_inv * FR_R)[rev]
     for t in (tw, tw_inv, scale, scale_a):
         t.flags.writeable = False
     return tw, tw_inv, scale, scale_a
 
 
-def _limbs(values) -> np.ndarray:
+def reduced_limbs(values) -> np.ndarray:
     """A fresh, reduced ``uint64[n, 4]`` copy of an int vector, standard-form uint64[n, 4] limbs or
     a host FrVector."""
     if isinstance(values, FrVector):
@@ -104,7 +104,7 @@ def compute_h_fast(a, b, c, domain: Domain | str | None = None, threads: int | N
         raise ValueError(f"compute_h_fast: a, b, c must have one length, got {n}, {len(b)}, {len(c)}")
     x = np.empty((3, n, 4), dtype=np.uint64)
     for v, vec in enumerate((a, b, c)):
-        x[v] = _limbs(vec)
+        x[v] = reduced_limbs(vec)
     tw, tw_inv, scale, scale_a = tables(resolve(domain, n, "compute_h_fast"))
     scales = (scale_a, scale, scale)
     out = np.empty((n, 4), dtype=np.uint64)
@@ -145,12 +145,12 @@ def compute_h_fast(a, b, c, domain: Domain | str | None = None, threads: int | N
 
 def _transform(values, root: int, scale_by: int = 1) -> np.ndarray:
     """Natural order in and out: DIF with the given root, times scale_by, then bit reversal."""
-    x = _limbs(values)
+    x = reduced_limbs(values)
     n = len(x)
     check_size(n)
-    K.dif(x, _powers(root, max(n // 2, 1)), 1)
+    K.dif(x, mont_powers(root, max(n // 2, 1)), 1)
     if scale_by != 1:
-        K.mul_table(x, _powers(1, n, scale_by), 0, n)
+        K.mul_table(x, mont_powers(1, n, scale_by), 0, n)
     return np.ascontiguousarray(x[bit_reverse_permutation(n)])
 
 
@@ -175,15 +175,15 @@ def intt(values, domain: Domain | str | None = None) -> np.ndarray:
 
 def coset_ntt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
-    x = _limbs(values)
-    K.mul_table(x, _powers(shift, len(x)), 0, len(x))
+    x = reduced_limbs(values)
+    K.mul_table(x, mont_powers(shift, len(x)), 0, len(x))
     return ntt(x, domain)
 
 
 def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
     coeffs = intt(values, domain)
-    K.mul_table(coeffs, _powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
+    K.mul_table(coeffs, mont_powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
     return coeffs
 
 

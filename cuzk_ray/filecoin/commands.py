@@ -9,13 +9,17 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from .c2_commands import C2_VERBS
 from .seal_commands import SEAL_VERBS
 from .sector_commands import SECTOR_VERBS
+from .selftest import SELFTEST_VERBS
 
 # verb -> (help, add_arguments(parser), run(args) -> exit code)
 VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
 VERBS.update(SECTOR_VERBS)  # comm-d, inputs, verify
 VERBS.update(SEAL_VERBS)  # seal, verify-c1
+VERBS.update(C2_VERBS)  # c2
+VERBS.update(SELFTEST_VERBS)  # selftest
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -91,3 +91,13 @@ def authenticate(path) -> PublishedFile | None:
         raise DigestMismatch(f"{os.fspath(path)}: BLAKE2b digest {got} does not match parameters.json's "
                              f"{entry.digest} for this file name (a corrupt or substituted file)")
     return entry
+
+
+def published_key_names(sector_size: int) -> tuple[str, str]:
+    """(.params name, .vk name) of the published PoRep key of ``sector_size``-byte sectors;
+    ValueError naming the sizes that have one."""
+    names = {f.name.rsplit(".", 1)[1]: f.name for f in PUBLISHED_FILES.values() if f.sector_size == sector_size}
+    if set(names) != {"params", "vk"}:
+        sizes = sorted({f.sector_size for f in PUBLISHED_FILES.values()})
+        raise ValueError(f"sector size {sector_size}: no published PoRep key (published: {sizes})")
+    return names["params"], names["vk"]

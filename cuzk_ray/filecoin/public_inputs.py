@@ -120,16 +120,23 @@ def seal_public_inputs(config: PoRepConfig, data: SealPublicData) -> list[list[i
 
 def _partitions_inputs(config: PoRepConfig, data: SealPublicData, ks: list[int],
                        graph: StackedGraph | None) -> list[list[int]]:
-    comm_r = fr_from_le(data.comm_r, "comm_r")
-    comm_d = fr_from_le(data.comm_d, "comm_d")
-    if len(data.seed) != 32:
-        raise ValueError(f"seed: need 32 bytes, have {len(data.seed)}")
     rid = replica_id(data.prover_id, data.sector_id, data.ticket, data.comm_d, config.porep_id)
+    return replica_partitions_inputs(config, rid, data.comm_d, data.comm_r, data.seed, ks, graph)
+
+
+def replica_partitions_inputs(config: PoRepConfig, rid: bytes, comm_d_bytes: bytes, comm_r_bytes: bytes, seed: bytes,
+                              ks: list[int], graph: StackedGraph | None = None) -> list[list[int]]:
+    """The public inputs of partitions ``ks`` from the replica_id itself (what a C1 file holds in
+    place of prover_id, sector_id and ticket), comm_d, comm_r and the seed."""
+    comm_r = fr_from_le(comm_r_bytes, "comm_r")
+    comm_d = fr_from_le(comm_d_bytes, "comm_d")
+    if len(seed) != 32:
+        raise ValueError(f"seed: need 32 bytes, have {len(seed)}")
     graph = graph or StackedGraph(config.nodes, config.porep_id, config.api_version)
     nodes, shape = config.nodes, config.shape
     tree_d = tree_levels(nodes, 2)
     tree_c = tree_levels(nodes, shape.base_arity, shape.sub_arity, shape.top_arity)
-    challenges = [porep_challenges(config, rid, data.comm_r, data.seed, k) for k in ks]
+    challenges = [porep_challenges(config, rid, comm_r_bytes, seed, k) for k in ks]
     rows = iter(graph.parents_of([c for cs in challenges for c in cs]).tolist())
     out = []
     for cs in challenges:

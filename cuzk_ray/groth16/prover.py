@@ -41,19 +41,35 @@ def random_blinding(modulus: int = R_MOD) -> tuple[int, int]:
 def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend,
           times: StageTimes | None = None) -> Proof:
     """Proof for ``witness`` of ``cs``: h by the backend from the witness (cpu: a, b, c evaluated
-    on the CPU, stages "abc" and "h"; cuda: sparse mat-vec and H in VRAM, stage "h")."""
+    on the CPU, stages "abc" and "h"; cuda: sparse mat-vec and H in VRAM, stage "h"), in the key's
+    H convention (``pk.qap``: a bellperson key gets bellperson's H, as ``prove_bellperson``)."""
     times = StageTimes() if times is None else times
     if len(witness) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(witness)} values, the key has {pk.n_wires} wires")
     if cs.modulus != pk.curve.r:
         raise ValueError(f"prover: {cs.name} is a circuit over another field than the key's curve ({pk.curve.name})")
-    if cs.n_wires != pk.n_wires or domain_size(cs.n_constraints, cs.n_public) != pk.domain_size:
-        raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints) does not "
-                         f"match the key ({pk.n_wires} wires, domain {pk.domain_size})")
+    check_backend_qap(pk, backend)
+    bellperson = pk.qap == "bellperson"
+    h_points = (bellperson_qap.bellperson_domain(cs.n_constraints).n - 1 if bellperson
+                else domain_size(cs.n_constraints, cs.n_public))
+    if cs.n_wires != pk.n_wires or h_points != pk.domain_size:
+        raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints: {h_points} "
+                         f"{pk.qap} H points) does not match the key ({pk.n_wires} wires, {pk.domain_size} H points)")
     witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
-    h = backend.compute_h_from_witness(cs, witness, times)
+    if bellperson:  # only then the keyword: a backend that predates it computes the snarkjs H alone
+        h = backend.compute_h_from_witness(cs, witness, times, qap="bellperson")
+    else:
+        h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
     return prove_from_h(pk, h, witness, r, s, backend, times)
+
+
+def check_backend_qap(pk: ProvingKey, backend) -> None:
+    """ValueError (one line) when the backend cannot compute H in the key's convention: a backend
+    lists the conventions it computes in ``qaps``."""
+    if pk.qap not in backend.qaps:
+        raise ValueError(f"backend={backend.name}: this key needs {pk.qap}'s H, which the {backend.name} "
+                         f"backend does not compute ({', '.join(backend.qaps)} only)")
 
 
 def prove_bellperson(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend,

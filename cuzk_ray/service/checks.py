@@ -39,9 +39,12 @@ def check_request(circuit: dict, cfg: dict, settings, roots: Iterable[Path], key
     file or not well formed, a size the batch job refuses, more than PARTITIONS_MAX partitions,
     or a key (not in ``resident``) whose preflight does not fit this machine."""
     check_paths(circuit, tuple(roots))
+    params = circuit.get("params") if circuit["kind"] == "filecoin-c2" else None
+    if params and not confined(params, tuple(roots)):
+        raise Forbidden(f"circuit.params={params}: outside service.input_roots ({', '.join(map(str, roots))})")
     try:
         kid = key_id(circuit, cfg["setup_seed"])
-        if circuit["kind"] == "porep":
+        if circuit["kind"] in ("porep", "filecoin-c2"):  # filecoin-c2: the C1 read, naming a bad field
             partitions = check_partitions(key_circuit(circuit).partitions)
         else:
             check_snarkjs_files(circuit, key_only)

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..circuits import PorepCircuit, SnarkjsCircuit
+from ..circuits.filecoin import FilecoinCircuit
 from ..formats.native import file_sha256
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ def key_circuit(circuit: dict):
     (ValueError naming the field for sizes it refuses), or a SnarkjsCircuit without witnesses."""
     if circuit["kind"] == "porep":
         return PorepCircuit.from_config(circuit)
+    if circuit["kind"] == "filecoin-c2":  # the C1 is read: its registered proof picks the key
+        return FilecoinCircuit.from_config(circuit)
     return SnarkjsCircuit(zkey=os.path.abspath(circuit["zkey"]))
 
 
@@ -44,16 +47,22 @@ def key_id(circuit: dict, setup_seed: int) -> str:
     """The resident key a request's circuit needs (the id /v1/keys and /v1/status use)."""
     if circuit["kind"] == "porep":
         return f"{key_circuit(circuit).circuit_id}-setup{setup_seed}"
+    if circuit["kind"] == "filecoin-c2":  # published params: the folder names the key; else the dev seed
+        base = key_circuit(circuit)
+        source = f"params-{os.path.abspath(base.params)}" if base.params else f"setup{setup_seed}"
+        return f"filecoin-{base.variant}-{base.proof_type}-{source}"
     return f"snarkjs-{os.path.basename(circuit['zkey'])}-{zkey_digest(circuit['zkey'])[:12]}"
 
 
 class KeyCircuit:
     """The circuit a resident key's engine proves: the key's own (every attribute), except that
-    a snarkjs proof's synthesis reads that proof's witness file (``witness_of[index]``)."""
+    a snarkjs proof's synthesis reads that proof's witness file (``witness_of[index]``), and a
+    filecoin-c2 proof its C1 (``c1_of[index]``)."""
 
     def __init__(self, base):
         self.base = base
         self.witness_of: dict[int, str] = {}
+        self.c1_of: dict[int, str] = {}
 
     def __getattr__(self, name):
         return getattr(self.base, name)
@@ -61,7 +70,13 @@ class KeyCircuit:
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
         if self.base.kind == "snarkjs":
             return dataclasses.replace(self.base, witness=(self.witness_of[proof],)).synth_spec(seed, 0, partition)
+        if self.base.kind == "filecoin":
+            return self.for_c1(self.c1_of[proof]).synth_spec(seed, proof, partition)
         return self.base.synth_spec(seed, proof, partition)
+
+    def for_c1(self, c1: str):
+        """The key's Filecoin circuit with another C1 of the same proof type (its meta shared)."""
+        return dataclasses.replace(self.base, c1=c1)
 
 
 @dataclass

@@ -22,8 +22,9 @@ PRIORITIES = tuple(p.name.lower() for p in Priority)
 # batch it is: part of its witness, so that a batch sent by jobs/prove.py service.url=... proves
 # the same statements as a local run).
 POREP_INT = ("constraints", "partitions", "public", "circuit_seed", "seed", "proof")
-CIRCUIT_KEYS = {"porep": ("kind", *POREP_INT, "field_share", "shape"), "snarkjs": ("kind", "zkey", "witness", "r1cs")}
-FILE_KEYS = ("zkey", "witness", "r1cs")
+CIRCUIT_KEYS = {"porep": ("kind", *POREP_INT, "field_share", "shape"), "snarkjs": ("kind", "zkey", "witness", "r1cs"),
+                "filecoin-c2": ("kind", "c1", "params", "variant")}
+FILE_KEYS = ("zkey", "witness", "r1cs", "c1")
 
 
 class ServiceError(Exception):
@@ -177,14 +178,16 @@ def parse_circuit(obj, defaults: dict, key_only: bool = False) -> dict:
     """A request's ``circuit`` with its kind's keys checked and the absent ones filled in (porep:
     from the service's config; snarkjs: r1cs is optional). ``key_only``: a key request (no witness)."""
     if not isinstance(obj, dict):
-        raise Invalid("circuit: required, a JSON object with \"kind\": \"porep\" or \"snarkjs\"")
+        raise Invalid("circuit: required, a JSON object with \"kind\": \"porep\", \"snarkjs\" or \"filecoin-c2\"")
     kind = obj.get("kind", "porep")
     if kind not in CIRCUIT_KEYS:
-        raise Invalid(f"circuit.kind: {kind!r} is not one of porep, snarkjs")
+        raise Invalid(f"circuit.kind: {kind!r} is not one of {', '.join(CIRCUIT_KEYS)}")
     known = CIRCUIT_KEYS[kind]
     unknown = sorted(set(obj) - set(known))
     if unknown:
         raise Invalid(f"circuit.{unknown[0]}: not a key of a {kind} circuit (keys: {', '.join(known)})")
+    if kind == "filecoin-c2":
+        return filecoin_c2_circuit(obj)
     return porep_circuit(obj, defaults) if kind == "porep" else snarkjs_circuit(obj, key_only)
 
 
@@ -226,4 +229,19 @@ def snarkjs_circuit(obj: dict, key_only: bool) -> dict:
                       "per request)")
     if out["r1cs"] is not None and (not isinstance(out["r1cs"], str) or not out["r1cs"]):
         raise Invalid("circuit.r1cs: a path to the circuit's .r1cs, or absent")
+    return out
+
+
+def filecoin_c2_circuit(obj: dict) -> dict:
+    """A Filecoin C2 request: the C1 file (one proof per request; a key request names one too: its
+    registered proof picks the key), the folder of Filecoin's .params (absent: a development key),
+    and the circuit variant (stacked, or the inputs stand-in)."""
+    out = {"kind": "filecoin-c2", "c1": obj.get("c1"), "params": obj.get("params"), "variant": obj.get("variant",
+                                                                                                        "stacked")}
+    if not isinstance(out["c1"], str) or not out["c1"]:
+        raise Invalid("circuit.c1: required for a filecoin-c2 request, the path of a C1 JSON file")
+    if out["params"] is not None and (not isinstance(out["params"], str) or not out["params"]):
+        raise Invalid("circuit.params: the folder of Filecoin's .params/.vk, or absent (a development key)")
+    if out["variant"] not in ("stacked", "inputs"):
+        raise Invalid(f"circuit.variant: {out['variant']!r} is not one of stacked, inputs")
     return out

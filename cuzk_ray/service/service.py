@@ -507,6 +507,9 @@ class ProvingService:
         if c["kind"] == "snarkjs":
             index = rec.seq
             rk.circuit.witness_of[index] = c["witness"]
+        elif c["kind"] == "filecoin-c2":
+            index = rec.seq
+            rk.circuit.c1_of[index] = c["c1"]
         else:
             index = c["proof"]
         self.engine.scheduler.add(index, c.get("seed", 0), rec.priority, proof_id=pid, partitions=left,
@@ -543,7 +546,12 @@ class ProvingService:
         pid = f.record.proof_id
         self._fed.pop(pid, None)
         try:
-            f.out.finish(self._info(f), {pid: error} if state is ProofState.FAILED else {})
+            info = self._info(f)
+            rk = self.keys.keys.get(f.key_id)
+            if state is ProofState.DONE and rk is not None and f.record.circuit["kind"] == "filecoin-c2":
+                c1 = rk.circuit.for_c1(f.record.circuit["c1"])  # the MultiProof, verified against the C1, written
+                info.update(c1.write_seal_proofs(f.out.path, f.out.entries, pid))
+            f.out.finish(info, {pid: error} if state is ProofState.FAILED else {})
         except (*user_errors(), OSError) as e:
             state, error = ProofState.FAILED, f"output_dir: {one_line(_message(e))}"
         finally:
@@ -614,6 +622,8 @@ def config_circuit(cfg: dict) -> dict:
     c = cfg["circuit"]
     if c.get("kind", "porep") == "snarkjs":
         return {"kind": "snarkjs", "zkey": c.get("zkey"), "r1cs": c.get("r1cs")}
+    if c.get("kind") == "filecoin":
+        return {"kind": "filecoin-c2", "c1": c.get("c1"), "params": c.get("params"), "variant": c.get("variant")}
     return {"kind": "porep"}
 
 

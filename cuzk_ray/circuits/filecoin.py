@@ -1,0 +1,174 @@
+"""The Filecoin circuit for the engine (``circuit=filecoin``): one C1 file is one proof of
+``partitions`` partitions of the StackedDRG circuit (filecoin/c2.py), proved with bellperson's QAP.
+
+    python jobs/prove.py circuit=filecoin circuit.c1=C1.json circuit.params=DIR
+
+The key: Filecoin's published ``.params`` in DIR (named as parameters.json names them, digest
+checked), or, without ``circuit.params``, a development key (INSECURE) made once and cached as
+``.params`` + ``.vk`` under ``<cache_dir>/keys``. The partitions go through the engine as every
+circuit's do (each verified before it is written); at the end ``write_seal_proofs`` writes the
+192-byte-per-partition MultiProof beside them, verified against the C1's public inputs first.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..outputs import SEAL_PROOF
+from ..witness import CompactWitness, compact, compact_bytes
+
+
+@dataclass(frozen=True)
+class FilecoinCircuit:
+    """A C1 file proved as Filecoin's C2 (``circuit=filecoin``)."""
+
+    c1: str
+    params: str | None = None
+    variant: str = "stacked"
+    proof_type: str = ""  # the C1's registered proof (read by from_config)
+    meta: dict = field(default_factory=dict, compare=False)  # filled by load_key: cache_dir, sizes, vk
+
+    kind = "filecoin"
+    local_files = True  # the C1 is read where the driver runs
+    key_bundle = False
+
+    @classmethod
+    def from_config(cls, c: dict) -> FilecoinCircuit:
+        """From ``circuit.c1``, ``circuit.params`` (a directory or null) and ``circuit.variant``;
+        the C1 is read here (a malformed one fails in one line, naming the field)."""
+        from ..filecoin.c1 import read_c1
+        from ..filecoin.c2 import check_variant
+
+        if not c.get("c1"):
+            raise ValueError("circuit=filecoin needs circuit.c1=PATH (a C1 JSON file: SealCommitPhase1Output)")
+        path = os.path.abspath(os.path.expanduser(c["c1"]))
+        if not os.path.isfile(path):
+            raise ValueError(f"circuit.c1={c['c1']}: no such file")
+        params = c.get("params")
+        if params is not None and not os.path.isdir(os.path.expanduser(params)):
+            raise ValueError(f"circuit.params={params}: not a directory (the folder holding Filecoin's .params/.vk)")
+        c1 = read_c1(path)
+        return cls(path, os.path.abspath(os.path.expanduser(params)) if params else None,
+                   check_variant(c.get("variant") or "stacked"), c1.registered_proof.name)
+
+    @property
+    def registered_proof(self):
+        from ..filecoin.registry import registered_seal_proof
+
+        return registered_seal_proof(self.proof_type)
+
+    @property
+    def partitions(self) -> int:
+        return self.registered_proof.config.partitions
+
+    def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
+        """(pk, cs, info): the recorded circuit, the C1 checked against it, and the key (published
+        .params in circuit.params, else the cached development .params, made on first use)."""
+        from ..filecoin import c2
+        from ..filecoin.c1 import read_c1
+
+        setup = c2.circuit_setup(self.registered_proof, cache_dir, self.variant)
+        c2.check_c1(setup, read_c1(self.c1), self.c1)
+        if self.params is not None:
+            params, vk = c2.published_params(self.params, setup)
+            pk, note = c2.load_params(params, setup), "published .params, digest checked"
+        else:
+            params, made = c2.ensure_dev_params(setup, cache_dir, setup_seed)
+            vk = c2.dev_key_files(setup, cache_dir, setup_seed)[1]
+            pk = c2.load_params(params, setup, c2.dev_meta(setup_seed))
+            note = "created by the INSECURE dev setup" if made else "cached"
+        self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
+                         n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name)
+        return pk, setup.recording.cs, {"key": str(params), "note": note}
+
+    def key_shape(self, quick: bool = False):
+        """None: the sizes are known once the circuit is recorded (load_key)."""
+        return None
+
+    def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
+        return False
+
+    @property
+    def key_label(self) -> str:
+        return f"the key of {self.meta.get('circuit_id', self.proof_type)}"
+
+    @property
+    def circuit_id(self) -> str:
+        return self.meta.get("circuit_id", f"filecoin-{self.variant}-{self.proof_type}")
+
+    def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
+        return {"kind": self.kind, "c1": self.c1, "proof_type": self.proof_type, "variant": self.variant,
+                "cache_dir": self.meta["cache_dir"], "proof": proof, "partition": partition}
+
+    def domain_size(self) -> int:
+        return self.meta["domain"]
+
+    def witness_bytes(self) -> int:
+        return self.meta["n_wires"] * 32
+
+    def partition_batch_bytes(self) -> int:
+        """Every wire counted as a full field element (an upper bound: the witness is mostly bits)."""
+        n = self.meta["n_wires"]
+        return compact_bytes(n, n)
+
+    def proof_label(self, proof: int) -> str:
+        return f"C1 {self.c1}"
+
+    def proof_names(self) -> tuple[str, ...]:
+        """The proof's id in output_dir/proofs/: the C1 file's name less its extension, characters
+        other than letters, digits, ``_`` and ``-`` replaced by ``_``."""
+        return (re.sub(r"[^A-Za-z0-9_-]", "_", Path(self.c1).stem) or "c1",)
+
+    def proof_info(self, proof: int) -> dict:
+        return {"c1": self.c1}
+
+    def write_seal_proofs(self, output_dir, entries: dict, proof_id: str | None = None) -> dict:
+        """The MultiProof of the C1 from the partitions on disk (``entries``: OutputDir.entries),
+        verified against the C1's public inputs with the bellperson verifier, then written
+        (temporary name, rename); what the manifest's run info records. Nothing when a partition is
+        missing (a failed or stopped run). ``proof_id``: the entries' id (default: proof_names())."""
+        from ..filecoin.c1 import read_c1
+        from ..filecoin.c2 import write_multiproof
+        from ..filecoin.params import read_vk
+        from ..formats.native import file_sha256
+        from ..formats.snarkjs_json import read_proof
+
+        name = proof_id or self.proof_names()[0]
+        parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+        if sorted(parts) != list(range(self.partitions)):
+            return {}
+        out = Path(output_dir)
+        proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
+        path = out / "proofs" / name / SEAL_PROOF
+        write_multiproof(path, read_vk(self.meta["vk"]), read_c1(self.c1), proofs)
+        return {"seal_proof": {"path": str(path.relative_to(out)), "sha256": file_sha256(path),
+                               "partitions": self.partitions, "verified": True, "vk": self.meta["vk"]}}
+
+
+@functools.lru_cache(maxsize=2)
+def _setup(proof_type: str, cache_dir: str, variant: str):
+    from ..filecoin import c2
+    from ..filecoin.registry import registered_seal_proof
+
+    return c2.circuit_setup(registered_seal_proof(proof_type), cache_dir, variant)
+
+
+@functools.lru_cache(maxsize=2)
+def _c1(path: str, mtime_ns: int):
+    from ..filecoin.c1 import read_c1
+
+    return read_c1(path)
+
+
+def synthesize_partition(spec: dict) -> CompactWitness:
+    """The compact witness of one partition of a synth spec (``FilecoinCircuit.synth_spec``): the
+    recording and the C1 read once per process, the witness by ``c2.partition_witness``."""
+    from ..filecoin.c2 import partition_witness
+
+    setup = _setup(spec["proof_type"], spec["cache_dir"], spec["variant"])
+    c1 = _c1(spec["c1"], os.stat(spec["c1"]).st_mtime_ns)
+    return compact(partition_witness(setup, c1, spec["partition"]))

@@ -1,0 +1,200 @@
+"""Filecoin's C2 (SealCommitPhase2): a C1 file proved partition by partition with bellperson's QAP.
+
+The pieces, each a function the engine, the job, the ``c2`` command and the service share:
+
+- ``circuit_setup(proof, cache_dir, variant)``: the partition circuit of a registered proof, recorded
+  once (record.py's ``cached_recording``, from the blank circuit) and cached by sector size;
+- ``partition_witness(setup, c1, k)``: partition k's witness (the reference synthesizer today: one
+  function, to be swapped for the fast witness);
+- ``dev_key_files`` / ``ensure_dev_params``: a development key (INSECURE, seeded), made once by the
+  CPU setup with ``qap="bellperson"`` and written as Filecoin's ``.params`` + ``.vk`` under the key
+  cache; ``published_params`` finds Filecoin's own files in a directory by their published names;
+  ``load_params`` reads either with the recording's densities;
+- ``seal_inputs`` and ``check_multiproof``: every partition's public inputs derived from the C1's
+  replica_id, comm_d, comm_r and seed (not from the witness), and the MultiProof verified with the
+  bellperson verifier against them before it is written (``write_multiproof``).
+
+``variant``: "stacked", the real StackedDRG partition circuit (circuit/stacked.py), or "inputs", a
+small stand-in with the same public inputs (circuit/inputs_standin.py: plumbing tests and demos).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..field import FrVector, fr_to_limbs
+from ..formats.snarkjs_json import write_bytes_atomic
+from ..groth16.keys import Proof, ProvingKey
+from ..groth16.setup import dev_setup
+from .c1 import C1Output
+from .circuit.inputs_standin import blank_standin, standin_values, synthesize_standin
+from .circuit.record import Recording, cached_recording, witness_only
+from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
+from .parameters_json import published_key_names
+from .params import BellpersonVerifyingKey, ParamsFile, write_params, write_vk
+from .proofs import multiproof_to_bytes
+from .public_inputs import replica_partitions_inputs
+from .registry import PoRepConfig, RegisteredSealProof
+from .verifier import prepare_bellperson, verify_proof
+
+VARIANTS = ("stacked", "inputs")
+RECORDINGS = "recordings"  # under the cache dir
+KEYS = "keys"
+
+
+@dataclass(frozen=True)
+class CircuitSetup:
+    """A registered proof's partition circuit, recorded: what every partition's witness and the
+    key are checked against."""
+
+    proof: RegisteredSealProof
+    variant: str
+    recording: Recording
+
+    @property
+    def config(self) -> PoRepConfig:
+        return self.proof.config
+
+    @property
+    def name(self) -> str:
+        """The circuit's id: variant, layers and challenges per partition, sector size."""
+        c = self.config
+        return f"filecoin-{self.variant}-l{c.shape.layers}-c{c.challenges_per_partition}-{c.sector_size}"
+
+
+def check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"circuit variant {variant!r} is not one of {', '.join(VARIANTS)}")
+    return variant
+
+
+def synthesis(variant: str, config: PoRepConfig, c1: C1Output | None = None, k: int = 0) -> Callable:
+    """The synthesis of partition k of ``c1`` (None: the blank circuit) as ``fn(cs)``."""
+    if check_variant(variant) == "inputs":
+        values = blank_standin(config) if c1 is None else standin_values(c1, k)
+        return lambda cs: synthesize_standin(cs, values)
+    shape = tree_shape(config)
+    circuit = (blank_stacked_circuit(shape, config.shape.layers, config.challenges_per_partition) if c1 is None
+               else stacked_circuit_from_c1(c1, k))
+    return lambda cs: synthesize_stacked(cs, circuit)
+
+
+def circuit_setup(proof: RegisteredSealProof, cache_dir, variant: str = "stacked") -> CircuitSetup:
+    """The recorded partition circuit of ``proof`` (synthesized blank the first time, then read
+    from ``<cache_dir>/recordings``)."""
+    config = proof.config
+    if config.non_interactive:
+        raise ValueError(f"{proof.name}: NonInteractivePoRep proofs are aggregated (SnarkPack), not proved by c2")
+    name = f"filecoin-{check_variant(variant)}-l{config.shape.layers}-c{config.challenges_per_partition}"
+    rec = cached_recording(Path(cache_dir).expanduser() / RECORDINGS, name, config.sector_size,
+                           synthesis(variant, config))
+    return CircuitSetup(proof, variant, rec)
+
+
+def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:
+    """The C1 is of the setup's proof type, with its partition and challenge counts (one line otherwise)."""
+    if c1.registered_proof != setup.proof:
+        raise ValueError(f"{source}: registered_proof {c1.registered_proof.name}, the circuit is {setup.proof.name}")
+    want = setup.config.partitions
+    if len(c1.vanilla_proofs) != want:
+        raise ValueError(f"{source}: vanilla_proofs holds {len(c1.vanilla_proofs)} partition(s), {setup.proof.name} "
+                         f"has {want}")
+    per = setup.config.challenges_per_partition
+    for k, proofs in enumerate(c1.vanilla_proofs):
+        if len(proofs) != per:
+            raise ValueError(f"{source}: vanilla_proofs[{k}] holds {len(proofs)} challenge proof(s), a partition of "
+                             f"{setup.proof.name} has {per}")
+
+
+def partition_witness(setup: CircuitSetup, c1: C1Output, k: int) -> FrVector:
+    """Partition k's full witness (inputs, then aux, in the recording's columns) by the reference
+    synthesizer, checked against the recording's counts. The one place a faster witness plugs in."""
+    w = witness_only(synthesis(setup.variant, setup.config, c1, k), setup.recording.shape)
+    return FrVector(fr_to_limbs(w))  # reduced by construction (field arithmetic mod r)
+
+
+# --- keys ------------------------------------------------------------------------------------------------
+
+
+def dev_key_files(setup: CircuitSetup, cache_dir, setup_seed: int = 0) -> tuple[Path, Path]:
+    """Where the development key of ``setup`` made with ``setup_seed`` is cached: (.params, .vk),
+    named after the circuit (not a published name: parameters.json's digests do not apply)."""
+    stem = Path(cache_dir).expanduser() / KEYS / f"{setup.name}-setup{setup_seed}"
+    return stem.with_name(stem.name + ".params"), stem.with_name(stem.name + ".vk")
+
+
+def dev_meta(setup_seed: int) -> dict:
+    return {"insecure_dev_setup": True, "seed": setup_seed, "qap": "bellperson"}
+
+
+def ensure_dev_params(setup: CircuitSetup, cache_dir, setup_seed: int = 0) -> tuple[Path, bool]:
+    """(the .params path, made now?): the cached development key, or a new one made by the CPU
+    setup (bellperson's QAP, stored by density) and written as .vk then .params (each atomically;
+    the .params, written last, marks the key complete)."""
+    params, vk = dev_key_files(setup, cache_dir, setup_seed)
+    if params.is_file() and vk.is_file():
+        return params, False
+    params.parent.mkdir(parents=True, exist_ok=True)
+    pk = dev_setup(setup.recording.cs, setup_seed, meta={"circuit_id": setup.name}, qap="bellperson")
+    write_vk(vk, BellpersonVerifyingKey.from_proving_key(pk))
+    write_params(params, pk)
+    return params, True
+
+
+def published_params(params_dir, setup: CircuitSetup) -> tuple[Path, Path]:
+    """(.params, .vk) of Filecoin's published key for the setup's sector size in ``params_dir``,
+    named as parameters.json names them; ValueError naming the missing file."""
+    names = published_key_names(setup.config.sector_size)
+    paths = tuple(Path(params_dir).expanduser() / n for n in names)
+    for p in paths:
+        if not p.is_file():
+            raise ValueError(f"circuit.params={params_dir}: no {p.name} (the published {p.suffix} of "
+                             f"{setup.config.sector_size}-byte sectors, as parameters.json names it)")
+    return paths
+
+
+def load_params(path, setup: CircuitSetup, meta: dict | None = None) -> ProvingKey:
+    """The proving key of a .params file (authenticated by digest when its name is a published one),
+    its a/b queries placed on the recording's densities, checked against the circuit's counts."""
+    d, shape = setup.recording.densities, setup.recording.shape
+    a_wires, b_wires = (x.astype("uint32") for x in (d.a_wires(), d.b_wires()))
+    with ParamsFile(path) as pf:
+        if pf.vk.n_inputs != shape.num_inputs - 1:
+            raise ValueError(f"{path}: the key takes {pf.vk.n_inputs} public inputs, the {setup.name} circuit has "
+                             f"{shape.num_inputs - 1} (a key of another circuit or sector size?)")
+        return pf.proving_key(a_wires, b_wires, meta={"source": str(path), "qap": "bellperson", **(meta or {})})
+
+
+# --- the seal proof ----------------------------------------------------------------------------------------
+
+
+def seal_inputs(c1: C1Output) -> list[list[int]]:
+    """Every partition's public inputs, from the C1's replica_id, comm_d, comm_r and seed (the
+    challenges and parents derived again, as a verifier does)."""
+    config = c1.registered_proof.config
+    return replica_partitions_inputs(config, c1.replica_id, c1.comm_d, c1.comm_r, c1.seed,
+                                     list(range(config.partitions)))
+
+
+def check_multiproof(vk: BellpersonVerifyingKey, c1: C1Output, proofs: list[Proof]) -> None:
+    """ValueError naming the partitions whose proof does not verify (bellperson's verifier) against
+    the inputs derived from the C1 (``seal_inputs``)."""
+    inputs = seal_inputs(c1)
+    if len(proofs) != len(inputs):
+        raise ValueError(f"seal proof: {len(proofs)} partition proof(s), the C1 has {len(inputs)} partition(s)")
+    pvk = prepare_bellperson(vk)
+    bad = [k for k, (p, x) in enumerate(zip(proofs, inputs)) if not verify_proof(pvk, p, x)]
+    if bad:
+        raise ValueError(f"seal proof: partition(s) {', '.join(map(str, bad))} do not verify against the C1's "
+                         "public inputs")
+
+
+def write_multiproof(path, vk: BellpersonVerifyingKey, c1: C1Output, proofs: list[Proof]) -> bytes:
+    """Verify (check_multiproof), then write the 192-byte-per-partition MultiProof (temporary name,
+    fsync, rename); returns its bytes."""
+    check_multiproof(vk, c1, proofs)
+    data = multiproof_to_bytes(proofs)
+    write_bytes_atomic(path, data, fsync=True)
+    return data

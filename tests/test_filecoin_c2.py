@@ -1,0 +1,236 @@
+"""Filecoin's C2 end to end on the CPU (filecoin/c2.py, circuits/filecoin.py, ``cuzk-ray filecoin c2``):
+a sealed 2 KiB sector -> C1 -> c2 with a development .params -> a MultiProof that ``cuzk-ray
+filecoin verify`` accepts, and that fails with another comm_r or a tampered proof byte.
+
+The partition circuit here is the ``inputs`` stand-in (circuit/inputs_standin.py: the real
+partition's 39 public inputs and its comm_r = Poseidon2(comm_c, comm_r_last) check, ~400
+constraints): the real 2 KiB circuit (2.69M constraints) needs a development key of ~10M points,
+~20 minutes of this machine's CPU setup, so it runs as a benchmark (jobs/bench_filecoin_c2.py).
+The public inputs the verifier uses are derived from the sector's data by part 1's code
+(``porep_public_inputs``), not taken from the prover.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cuzk_ray.filecoin import c2, fr32, registry, seal
+from cuzk_ray.filecoin.c1 import read_c1, write_c1
+from cuzk_ray.filecoin.commands import main
+from cuzk_ray.filecoin.parameters_json import published_key_names
+
+PROVER_ID, SECTOR_ID, TICKET, SEED = bytes(31) + b"\x07", 77, bytes([12]) * 32, bytes([13]) * 32
+PROOF = "StackedDrg2KiBV1_1"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory):
+    """(folder, C1 path, cache dir) of a sealed 2 KiB sector."""
+    root = tmp_path_factory.mktemp("c2")
+    piece = bytearray(fr32.unpadded_size(2048))
+    piece[0] = 3
+    sector = seal.seal_sector(bytes(piece), registry.registered_seal_proof(PROOF), PROVER_ID, SECTOR_ID, TICKET)
+    write_c1(seal.commit_phase1(sector, SEED), root / "c1.json")
+    return root, root / "c1.json", root / "cache"
+
+
+@pytest.fixture(scope="module")
+def proved(sealed):
+    """The c2 command's MultiProof and the dev .vk it was made with."""
+    root, c1, cache = sealed
+    out = root / "proof.bin"
+    assert main(["c2", str(c1), "--variant", "inputs", "--cache-dir", str(cache), "-o", str(out)]) == 0
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    return out, c2.dev_key_files(setup, cache)[1]
+
+
+def verify_args(c1_path, proof, vk, comm_r: bytes | None = None) -> list[str]:
+    c1 = read_c1(c1_path)
+    return ["verify", str(proof), "--vk", str(vk), "--registered-proof", PROOF, "--comm-r", (comm_r or c1.comm_r).hex(),
+            "--comm-d", c1.comm_d.hex(), "--prover-id", PROVER_ID.hex(), "--sector-id", str(SECTOR_ID),
+            "--ticket", TICKET.hex(), "--seed", SEED.hex()]
+
+
+def test_c2_multiproof_verifies_with_cuzk_ray_filecoin_verify(sealed, proved, capsys):
+    _, c1, _ = sealed
+    proof, vk = proved
+    assert proof.stat().st_size == 192 and not list(proof.parent.glob(".cuzk-ray-c2-*"))  # scratch removed
+    capsys.readouterr()
+    assert main(verify_args(c1, proof, vk)) == 0
+    assert capsys.readouterr().out.strip() == "OK"
+
+
+def test_c2_multiproof_fails_with_another_comm_r(sealed, proved, capsys):
+    _, c1, _ = sealed
+    proof, vk = proved
+    comm_r = bytearray(read_c1(c1).comm_r)
+    comm_r[0] ^= 1  # still a field element: another sector's comm_r
+    capsys.readouterr()
+    assert main(verify_args(c1, proof, vk, bytes(comm_r))) == 1
+    assert capsys.readouterr().out.strip() == "INVALID"
+
+
+@pytest.mark.parametrize("byte", [10, 100, 150])  # in A, in B, in C
+def test_c2_multiproof_with_a_tampered_byte_fails(sealed, proved, tmp_path, capsys, byte):
+    _, c1, _ = sealed
+    proof, vk = proved
+    data = bytearray(proof.read_bytes())
+    data[byte] ^= 0x01
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(verify_args(c1, bad, vk)) in (1, 2)  # INVALID, or a point that is no longer on the curve
+    assert "OK" not in capsys.readouterr().out
+
+
+def test_check_multiproof_refuses_a_proof_of_another_c1(sealed, proved, tmp_path):
+    root, c1_path, _ = sealed
+    proof, vk = proved
+    from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.filecoin.proofs import multiproof_from_bytes
+
+    c1 = read_c1(c1_path)
+    proofs = multiproof_from_bytes(proof.read_bytes())
+    c2.check_multiproof(read_vk(vk), c1, proofs)  # the positive twin: no error
+    other = c1.__class__(**{**c1.__dict__, "seed": bytes([14]) * 32})  # other challenges
+    with pytest.raises(ValueError, match=r"partition\(s\) 0 do not verify"):
+        c2.write_multiproof(tmp_path / "x.bin", read_vk(vk), other, proofs)
+    assert not (tmp_path / "x.bin").exists()
+
+
+def test_the_job_path_writes_a_verified_seal_proof(sealed, proved, tmp_path):
+    _, c1, cache = sealed
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, str(REPO / "jobs" / "prove.py"), "circuit=filecoin", f"circuit.c1={c1}",
+                        "circuit.variant=inputs", f"cache_dir={cache}", f"output_dir={out}", "backend=cpu"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "INSECURE" in r.stdout + r.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    seal_proof = manifest["seal_proof"]  # beside the run info
+    assert seal_proof["verified"] and (out / seal_proof["path"]).stat().st_size == 192
+    assert [e["partition"] for e in manifest["proofs"]] == [0] and manifest["proofs"][0]["verified"]
+
+
+# --- bad input: one line, exit 2 ---------------------------------------------------------------------------
+
+
+def c2_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cuzk_ray.cli", "filecoin", "c2", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_bad_c1_params_and_partitions_are_one_line_errors(sealed, tmp_path):
+    _, c1, cache = sealed
+    obj = json.loads(c1.read_text())
+    missing = tmp_path / "missing.json"
+    missing.write_text(json.dumps({k: v for k, v in obj.items() if k != "comm_r"}))
+    one_line_error(c2_cli(missing, "-o", tmp_path / "p.bin", "--cache-dir", cache), "comm_r")
+    two = tmp_path / "two.json"
+    (vanilla,) = obj["vanilla_proofs"].values()
+    two.write_text(json.dumps({**obj, "vanilla_proofs": {k: vanilla * 2 for k in obj["vanilla_proofs"]}}))
+    one_line_error(c2_cli(two, "--variant", "inputs", "-o", tmp_path / "p.bin", "--cache-dir", cache),
+                   "holds 2 partition(s)", "has 1")
+    params_dir = tmp_path / "params"
+    params_dir.mkdir()
+    one_line_error(c2_cli(c1, "--variant", "inputs", "--params", params_dir, "-o", tmp_path / "p.bin",
+                          "--cache-dir", cache), "no v28-", ".params")
+    params_name, vk_name = published_key_names(2048)
+    (params_dir / params_name).write_bytes(b"\0" * 1000)  # the published name, not its bytes
+    (params_dir / vk_name).write_bytes(b"\0" * 100)
+    one_line_error(c2_cli(c1, "--variant", "inputs", "--params", params_dir, "-o", tmp_path / "p.bin",
+                          "--cache-dir", cache), params_name, "does not match parameters.json")
+    assert not (tmp_path / "p.bin").exists()
+
+
+def test_a_dev_params_file_of_the_wrong_size_is_named(sealed, proved, tmp_path):
+    _, _, cache = sealed
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    params, _ = c2.dev_key_files(setup, cache)
+    cut = tmp_path / "cut.params"
+    cut.write_bytes(params.read_bytes()[:-50])
+    with pytest.raises(ValueError, match=r"cut.params: .*truncated"):
+        c2.load_params(cut, setup)
+    c2.load_params(params, setup)  # the whole file loads
+
+
+# --- selftest, with development files standing in for the published ones ------------------------------------
+
+
+@pytest.fixture
+def published_dev_files(sealed, tmp_path, monkeypatch):
+    """A folder with the 2 KiB stand-in circuit's dev .params/.vk under the published names, and a
+    function that makes parameters.json's table carry their digests (as if they were published)."""
+    from cuzk_ray.filecoin import parameters_json as pj
+
+    _, _, cache = sealed
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    params, vk = c2.dev_key_files(setup, cache)
+    c2.ensure_dev_params(setup, cache)
+    folder = tmp_path / "params"
+    folder.mkdir()
+    names = published_key_names(2048)
+    for src, name in zip((params, vk), names):
+        (folder / name).write_bytes(src.read_bytes())
+
+    def publish():
+        for name in names:
+            entry = pj.PUBLISHED_FILES[name]
+            monkeypatch.setitem(pj.PUBLISHED_FILES, name, pj.PublishedFile(name, entry.sector_size, entry.cid,
+                                                                           pj.file_digest(folder / name)))
+    return folder, cache, publish
+
+
+def selftest(capsys, folder, cache) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["selftest", "--params", str(folder), "--cache-dir", str(cache), "--variant", "inputs"])
+    return code, capsys.readouterr().out.strip()
+
+
+def test_selftest_says_compatible_for_files_that_fit(published_dev_files, capsys):
+    folder, cache, publish = published_dev_files
+    publish()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 0 and out.startswith("compatible: a fresh 2 KiB sector's partition (391 constraints)"), out
+
+
+def test_selftest_says_not_compatible_and_why(published_dev_files, capsys, sealed):
+    folder, cache, publish = published_dev_files
+    code, out = selftest(capsys, folder, cache)  # the dev files' digests are not parameters.json's
+    assert code == 1 and out.startswith("NOT compatible: ") and "does not match parameters.json" in out, out
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    c2.ensure_dev_params(setup, cache, setup_seed=1)
+    params_name, vk_name = published_key_names(2048)
+    (folder / vk_name).write_bytes(c2.dev_key_files(setup, cache, 1)[1].read_bytes())  # another key's .vk
+    publish()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 1 and out == f"NOT compatible: {vk_name} is not the verifying key inside {params_name}", out
+    (folder / params_name).unlink()
+    code, out = selftest(capsys, folder, cache)
+    assert code == 1 and out.startswith("NOT compatible: ") and "missing" in out, out
+
+
+def test_overwrite_removes_an_earlier_seal_proof(sealed, tmp_path):
+    from cuzk_ray.outputs import SEAL_PROOF, OutputDir
+
+    run = tmp_path / "run"
+    (run / "proofs" / "c1").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    (run / "proofs" / "c1" / SEAL_PROOF).write_bytes(bytes(192))
+    (run / "proofs" / "c1" / "mine.txt").write_text("the user's")  # not the contract's: kept
+    with OutputDir.open(run, overwrite=True) as out:
+        assert out.removed == 2
+    assert not (run / "proofs" / "c1" / SEAL_PROOF).exists() and (run / "proofs" / "c1" / "mine.txt").exists()
