@@ -14,6 +14,10 @@ Semantics match the CPU oracle (cuzk_ray.ref.ntt, cuzk_ray.ref.qap) bit for bit:
   ntt(x, inverse=True, shift=g) = ref.ntt.coset_intt(x, g)
   compute_h(a, b, c)          = ref.qap.compute_h(a, b, c)
 
+Curves: ``curve="bn254"`` (ntt, ntt_device) runs the same kernels compiled for BN254's Fr
+(kernels/loader.py CURVES) on a ref.bn254.Domain (snarkjs's roots for bn128; None: that domain
+of the input's size), its tables mod BN254's r; the H computation is BLS12-381's only so far.
+
 CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
 saying what to install or do.
 """
@@ -24,7 +28,8 @@ import numpy as np
 
 from ..domain import Domain, resolve
 from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
-from ..kernels.loader import get_kernel, require_cupy
+from ..kernels.loader import DEFAULT_CURVE, get_kernel, require_cupy
+from ..ref import bn254 as bn254_ref
 from ..ref.ntt import bit_reverse_permutation, powers
 from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, mont_limbs, two_level
 
@@ -42,13 +47,18 @@ THREADS = 256  # pointwise kernels
 # folded, 272.98 with the pass: the passes are compute-bound, so the 24 GiB saved do not show.
 # On because porep32g was measured with it; tests/test_kernels_gpu.py checks both settings.
 FOLD_SCALE = True
+FR_MODULI = {DEFAULT_CURVE: R_MOD, "bn254": bn254_ref.R}  # Fr of each curve the kernels compile for
 
 
 # ---------------------------------------------------------------------------------------------
 # Device tables
 
 
-def _omega_table(d: Domain):
+def _kernel(name: str, curve: str):
+    return get_kernel(MODULE, name, DEFINES, curve)
+
+
+def _omega_table(d: Domain, curve: str = DEFAULT_CURVE):
     """Twiddles level by level, tw[k - 1 + r] = w_(2k)^r for k = 1, 2, .., n/2 and r < k
     (n - 1 entries, Montgomery form), on the current device (cached per domain).
     The top level (w_n^r) comes from a two-level table, the lower ones by a gather from it."""
@@ -57,39 +67,40 @@ def _omega_table(d: Domain):
         cp = require_cupy()
         log_n = d.log_n
         half = 1 << (log_n - 1)
-        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1])
+        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1], FR_MODULI[curve])
         tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
-        get_kernel(MODULE, "powers_table", DEFINES)(
+        _kernel("powers_table", curve)(
             ((half + THREADS - 1) // THREADS,), (THREADS,),
             (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
         )
         if half > 1:
-            get_kernel(MODULE, "twiddle_levels", DEFINES)(((half + THREADS - 1) // THREADS,), (THREADS,),
-                                                          (tab, np.int32(log_n)))
+            _kernel("twiddle_levels", curve)(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
         return tab
 
-    return NTT_TABLES.get(("omega", d), build)
+    return NTT_TABLES.get(("omega", d, curve), build)
 
 
-def _scale_table(g: int, log_n: int, factors: tuple):
+def _scale_table(g: int, log_n: int, factors: tuple, curve: str = DEFAULT_CURVE):
     def build():
         cp = require_cupy()
-        hi, lo, lo_bits = two_level(g, log_n, factors)
+        hi, lo, lo_bits = two_level(g, log_n, factors, FR_MODULI[curve])
         return cp.asarray(hi), cp.asarray(lo), lo_bits
 
-    return NTT_TABLES.get(("scale", g, log_n, factors), build)
+    return NTT_TABLES.get(("scale", g, log_n, factors, curve), build)
 
 
-def fold_tables(g: int, log_n: int, k: int, factors: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def fold_tables(g: int, log_n: int, k: int, factors: tuple,
+                modulus: int = R_MOD) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Host tables of the scaled store on a last DIF pass of k bits (ntt.cu fold_block_factor):
     (st, shi, slo, slo_bits), Montgomery form. st holds, per factor f, the 2^k entries
     st[j] = f * g^(bitrev_k(j) << (log_n - k)); shi, slo the two-level table of g^m for
     m < 2^(log_n - k) (cuda.device.two_level). fold_factor mirrors the kernel's use of them."""
     if not 1 <= k <= log_n:
         raise ValueError(f"fold_tables: need 1 <= k <= log_n, got k={k}, log_n={log_n}")
-    rows = powers(pow(g, 1 << (log_n - k), R_MOD), 1 << k)[bit_reverse_permutation(1 << k)]
-    st = np.concatenate([mont_limbs(rows * (f % R_MOD) % R_MOD) for f in factors])
-    shi, slo, slo_bits = two_level(g, log_n - k, [1])
+    m = modulus
+    rows = powers(pow(g, 1 << (log_n - k), m), 1 << k, modulus=m)[bit_reverse_permutation(1 << k)]
+    st = np.concatenate([mont_limbs(rows * (f % m) % m, m) for f in factors])
+    shi, slo, slo_bits = two_level(g, log_n - k, [1], m)
     return st, shi, slo, slo_bits
 
 
@@ -108,16 +119,16 @@ def fold_factor(tables, log_n: int, k: int, y: int, idx: int) -> int:
     return int(st[y * stride + j]) * block * r_inv * r_inv % R_MOD  # Montgomery product, then out of R
 
 
-def _fold_table(g: int, log_n: int, k: int, factors: tuple):
+def _fold_table(g: int, log_n: int, k: int, factors: tuple, curve: str = DEFAULT_CURVE):
     """fold_tables on the current device, cached per (g, log_n, k, factors), and st's stride
     per vector (0 when one factor serves every vector)."""
 
     def build():
         cp = require_cupy()
-        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors)
+        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors, FR_MODULI[curve])
         return cp.asarray(st), cp.asarray(shi), cp.asarray(slo), slo_bits, (1 << k) if len(factors) > 1 else 0
 
-    return NTT_TABLES.get(("fold", g, log_n, k, factors), build)
+    return NTT_TABLES.get(("fold", g, log_n, k, factors, curve), build)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,14 +171,15 @@ PASS_THREADS: int | None = 128
 _NO_FOLD = (np.uint64(0), np.uint64(0), np.uint64(0), 0, 0)  # null tables: a pass without flags & 8
 
 
-def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO_FOLD) -> None:
+def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO_FOLD,
+                 curve: str = DEFAULT_CURVE) -> None:
     """One pass kernel launch; fold: _fold_table's entry for a scaled store (flags & 8)."""
     c = min(lo, 2)
     tile = 1 << (k + c)
     per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
     threads = min(max(tile // per_thread, 1), max_threads, PASS_THREADS or max_threads)
     smem = tile * 32 * (2 if PASS_KERNEL in _TWIDDLES_IN_SHARED else 1)
-    kernel = get_kernel(MODULE, PASS_KERNEL, DEFINES)
+    kernel = _kernel(PASS_KERNEL, curve)
     st, shi, slo, slo_bits, st_stride = fold
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
@@ -178,7 +190,7 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False,
-                scale: tuple | None = None) -> None:
+                scale: tuple | None = None, curve: str = DEFAULT_CURVE) -> None:
     """All passes of one transform of every vector of src, result in dst (src == dst: in place).
 
     With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
@@ -203,18 +215,19 @@ def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: 
             target = require_cupy().empty_like(src) if bitrev_out else dst
         flags = base | (4 if last and bitrev_out else 0)
         if last and scale is not None:  # the last DIF pass has lo = 0, as the kernel needs
-            _launch_pass(cur, target, log_n, tw, lo, k, flags | 8, _fold_table(scale[0], log_n, k, scale[1]))
+            _launch_pass(cur, target, log_n, tw, lo, k, flags | 8, _fold_table(scale[0], log_n, k, scale[1], curve),
+                         curve)
         else:
-            _launch_pass(cur, target, log_n, tw, lo, k, flags)
+            _launch_pass(cur, target, log_n, tw, lo, k, flags, curve=curve)
         cur = target
 
 
-def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
+def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool, curve: str = DEFAULT_CURVE) -> None:
     """dst[y][i] = src[y][i] * g^j * factors[y or 0], j = i or bitrev(i); src may be dst."""
-    hi, lo, lo_bits = _scale_table(g, log_n, factors)
+    hi, lo, lo_bits = _scale_table(g, log_n, factors, curve)
     stride = (1 << lo_bits) if len(factors) > 1 else 0
     n = 1 << log_n
-    get_kernel(MODULE, "scale_powers", DEFINES)(
+    _kernel("scale_powers", curve)(
         ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
         (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
     )
@@ -224,7 +237,21 @@ def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
 # Public API
 
 
-def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None):
+def _curve_domain(domain, n: int, curve: str):
+    """The domain of an NTT over ``curve``'s Fr: resolve() for BLS12-381; for BN254 a
+    ref.bn254.Domain of size n (None: snarkjs's roots)."""
+    if curve == DEFAULT_CURVE:
+        return resolve(domain, n, "ntt")
+    if curve not in FR_MODULI:
+        raise ValueError(f"ntt: unknown curve {curve!r}; known: {sorted(FR_MODULI)}")
+    d = bn254_ref.Domain.of(n) if domain is None else domain
+    if not isinstance(d, bn254_ref.Domain) or d.n != n:
+        raise ValueError(f"ntt: curve {curve} needs a ref.bn254.Domain of size {n}, got {d!r}")
+    return d
+
+
+def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None,
+               curve: str = DEFAULT_CURVE):
     """NTT of each row of a cupy ``uint64[batch, n, 4]`` (standard form); returns a new cupy array.
 
     Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
@@ -232,30 +259,32 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
     the last writes the result bit-reversed, i.e. in natural order) + one scaling pass for a
     forward coset NTT (an inverse one scales in its last pass, FOLD_SCALE; else also one pass).
+    curve: the Fr the kernels are compiled for (module docstring).
     """
     cp = require_cupy()
     log_n = log2_size(x.shape[1], "ntt")
-    d = resolve(domain, x.shape[1], "ntt")
-    shift = None if shift is None else int(shift) % R_MOD
+    d = _curve_domain(domain, x.shape[1], curve)
+    r = FR_MODULI[curve]
+    shift = None if shift is None else int(shift) % r
     if shift == 0:
         raise ValueError("ntt: shift must be a non-zero Fr element")
     if log_n == 0:
         return x.copy()  # a 1-point transform is the identity for any shift
-    tw = _omega_table(d)
+    tw = _omega_table(d, curve)
     out = cp.empty_like(x)
     if not inverse:
         src = x
         if shift not in (None, 1):
             src = cp.empty_like(x)
-            _scale(x, src, log_n, shift, (1,), bitrev=False)
-        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
+            _scale(x, src, log_n, shift, (1,), bitrev=False, curve=curve)
+        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True, curve=curve)
         return out
-    g = 1 if shift is None else pow(shift, -1, R_MOD)
+    g = 1 if shift is None else pow(shift, -1, r)
     if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)))
+        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)), curve=curve)
     else:
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True)
-        _scale(out, out, log_n, g, (d.n_inv,), bitrev=False)
+        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, curve=curve)
+        _scale(out, out, log_n, g, (d.n_inv,), bitrev=False, curve=curve)
     return out
 
 
@@ -304,14 +333,16 @@ def _h_n1(abc, c_over_r: bool):
     return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
 
 
-def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None) -> np.ndarray:
+def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None,
+        curve: str = DEFAULT_CURVE) -> np.ndarray:
     """NTT on the GPU of standard-form Fr limbs ``uint64[n, 4]`` or ``uint64[batch, n, 4]`` (or an
     FrVector). Returns a new numpy array of the same shape (standard form); x is not written. See
-    the module docstring for the exact meaning of inverse and shift.
+    the module docstring for the exact meaning of inverse, shift and curve (BN254 inputs are
+    range-checked against BLS12-381's larger r only).
     """
     cp = require_cupy()
     xd = check_fr(x, "ntt").limbs if isinstance(x, FrVector) else check_fr_array(x, "ntt", ndims=(2, 3))
-    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain)
+    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain, curve)
     return cp.asnumpy(out).reshape(x.shape)
 
 

@@ -6,7 +6,7 @@
 // (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1; 11: mul_f64,
 // the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1; 12: mul_kara, the Karatsuba product
 // with sqr_wide's reduction, a*b*R^-1; 13: mul_sub_wide(a, b, a + b, b - a), (a b - (a + b)(b - a)) R^-1).
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 #include "ff/mont_f64.cuh"
 
 enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,

@@ -31,18 +31,19 @@ def bit_reverse_permutation(n: int) -> np.ndarray:
     return rev
 
 
-def powers(base: int, n: int, start: int = 1) -> np.ndarray:
-    """[start, start*base, start*base^2, ...] (n terms) mod r, built by doubling the prefix."""
+def powers(base: int, n: int, start: int = 1, modulus: int = R_MOD) -> np.ndarray:
+    """[start, start*base, start*base^2, ...] (n terms) mod r (or another modulus: BN254's r for
+    its device tables), built by doubling the prefix."""
     out = np.empty(n, dtype=object)
     if n == 0:
         return out
-    out[0] = start % R_MOD
-    filled, step = 1, base % R_MOD
+    out[0] = start % modulus
+    filled, step = 1, base % modulus
     while filled < n:
         take = min(filled, n - filled)
-        out[filled : filled + take] = (out[:take] * step) % R_MOD
+        out[filled : filled + take] = (out[:take] * step) % modulus
         filled += take
-        step = step * step % R_MOD
+        step = step * step % modulus
     return out
 
 
