@@ -8,6 +8,8 @@ import random
 
 import pytest
 
+from cuzk_ray.cuda.device import two_level
+from cuzk_ray.field import R_MOD, limbs_to_ints
 from cuzk_ray.ref import bn254 as ref
 
 # ark-bn254 (arkworks-rs/algebra, curves/bn254/src/fields/fr.rs) TWO_ADIC_ROOT_OF_UNITY; equal to
@@ -63,3 +65,18 @@ def test_xyzz_equals_affine(g):
     assert g.xyzz_to_affine(g.xyzz_add(P, P)) == g.mul(10, g.gen)  # the doubling case
     assert g.xyzz_to_affine(g.xyzz_add(P, (*g.neg(p), g.F.one, g.F.one))) is None  # p - p
     assert g.xyzz_to_affine(g.xyzz_add(P, Q)) != g.mul(17, g.gen)
+
+
+@pytest.mark.parametrize("modulus", [ref.R, R_MOD], ids=["bn254", "bls12_381"])
+def test_device_tables_for_each_modulus(modulus):
+    """The host tables of the device NTT (cuda.device.two_level, Montgomery form) are right mod
+    either curve's r: hi[j >> L] lo_f[j mod 2^L] R^-1 = f w^j R. (A factor pre-reduced mod
+    BLS12-381's r once made BN254's tables wrong.)"""
+    w, f, R = 7, 3, 1 << 256
+    hi, lo, L = two_level(w, 6, [1, f], modulus)
+    hi, lo = limbs_to_ints(hi), limbs_to_ints(lo)
+    r_inv = pow(R, -1, modulus)
+    got = [int(hi[j >> L]) * int(lo[(1 << L) + (j & ((1 << L) - 1))]) * r_inv % modulus for j in range(64)]
+    assert got == [f * pow(w, j, modulus) * R % modulus for j in range(64)]
+    other = R_MOD if modulus == ref.R else ref.R
+    assert got != [f * pow(w, j, other) * R % other for j in range(64)]  # negative: the other curve's r

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FR_LIMBS, FR_MOD_LIMBS, FR_R, FR_TWO_ADICITY, R_MOD, FrVector, first_not_below_r
+from ..field import FR_LIMBS, FR_MOD_LIMBS, FR_TWO_ADICITY, R_MOD, FrVector, first_not_below_r
 from ..kernels.loader import require_cupy
 from ..ref.ntt import powers
 
@@ -29,8 +29,9 @@ THREADS = 256  # default block size of the one-thread-per-element kernels
 
 
 def mont_limbs(values, modulus: int = R_MOD) -> np.ndarray:
-    """int vector -> Montgomery-form ``uint64[len, 4]`` (x * 2^256 mod r; modulus: another curve's r)."""
-    vals = (np.asarray(values, dtype=object) * FR_R) % modulus
+    """int vector -> Montgomery-form ``uint64[len, 4]`` (x * 2^256 mod r; modulus: another curve's r).
+    2^256 itself, not FR_R (2^256 reduced mod BLS12-381's r), so the factor is right for any r."""
+    vals = (np.asarray(values, dtype=object) * (1 << 256)) % modulus
     raw = b"".join(int(v).to_bytes(32, "little") for v in vals)
     return np.frombuffer(bytearray(raw), dtype="<u8").reshape(-1, FR_LIMBS)
 
