@@ -2,7 +2,7 @@
 
 Every ``.cu`` file is one module. The source is read from disk, prefixed with ``#line 1 "<path>"``
 so compiler errors name the file, and compiled with this directory on the include path
-(``#include "ff/bls12_381.cuh"``) for the current device's compute capability. Modules and their
+(``#include "ff/curve.cuh"``) for the current device's compute capability. Modules and their
 kernels are cached per (file, defines, device): a process compiles each module once per GPU
 (CuPy also keeps a disk cache under ~/.cupy/kernel_cache, so later processes skip NVRTC).
 
