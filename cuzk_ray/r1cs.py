@@ -27,8 +27,9 @@ class _SparseRows:
     def n_rows(self) -> int:
         return len(self.indptr) - 1
 
-    def matvec(self, w: np.ndarray, coeffs: np.ndarray | None = None) -> np.ndarray:
-        """M . w over Fr for an int vector w; returns an int vector of n_rows."""
+    def matvec(self, w: np.ndarray, coeffs: np.ndarray | None = None, modulus: int = R_MOD) -> np.ndarray:
+        """M . w over Fr (``modulus``: its r, BLS12-381's unless given) for an int vector w; returns
+        an int vector of n_rows."""
         coeffs = self.coefficients() if coeffs is None else coeffs
         out = np.zeros(self.n_rows, dtype=object)
         if self.nnz == 0:
@@ -36,7 +37,7 @@ class _SparseRows:
         prods = w[self.indices] * coeffs
         nonempty = np.flatnonzero(np.diff(self.indptr))
         sums = np.add.reduceat(prods, self.indptr[nonempty])
-        out[nonempty] = sums % R_MOD
+        out[nonempty] = sums % modulus
         return out
 
     def row(self, j: int) -> list[tuple[int, int]]:
@@ -207,6 +208,7 @@ class ConstraintSystem:
     B: Matrix
     C: Matrix | None
     name: str = "r1cs"
+    modulus: int = R_MOD  # the scalar field r of the circuit's curve (cuzk_ray.curves; BLS12-381's by default)
 
     @property
     def nbytes(self) -> int:
@@ -220,8 +222,9 @@ class ConstraintSystem:
     def evaluate(self, witness) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(A w, B w, C w) as int vectors of n_constraints; C w = A w * B w when C is absent."""
         w = self._witness_vector(witness)
-        a, b = self.A.matvec(w), self.B.matvec(w)
-        c = (a * b) % R_MOD if self.C is None else self.C.matvec(w)
+        r = self.modulus
+        a, b = self.A.matvec(w, modulus=r), self.B.matvec(w, modulus=r)
+        c = (a * b) % r if self.C is None else self.C.matvec(w, modulus=r)
         return a, b, c
 
     def check(self, witness) -> None:
@@ -232,7 +235,7 @@ class ConstraintSystem:
         if int(w[0]) != 1:
             raise UnsatisfiedConstraint(f"{self.name}: witness[0] must be 1, found {w[0]}")
         a, b, c = self.evaluate(w)
-        bad = np.flatnonzero((a * b - c) % R_MOD != 0)
+        bad = np.flatnonzero((a * b - c) % self.modulus != 0)
         if len(bad):
             j = int(bad[0])
             raise UnsatisfiedConstraint(

@@ -10,6 +10,9 @@
         kernel's launch bound).
         --h-fold "0,1": time H (and check it) with the iNTT's scaling in a separate pass (0) and
         folded into the last DIF pass (1), a row per setting (cuda.FOLD_SCALE; default: its value).
+        --qap "snarkjs,bellperson": time the H of each QAP convention, a row per convention
+        (cuda.h_device_function; bellperson's on a satisfied a b = c, so its dropped coefficient is 0),
+        and the setup scalars of each (--setup).
         --msm "16,18,20": log2 sizes for the G1 MSM table (default none; "-" for none).
         --msm-g2 "16,20,24": log2 sizes for the G2 MSM table (uniform and "90% bits" scalars).
         --fixed "20,24": log2 sizes for fixed-base G1 and G2 multiplication (cuda_fixed_base).
@@ -180,6 +183,7 @@ def main(argv: list[str]) -> None:
     g1_variants, g1_tables, g2_tables, accumulates, ntt_variants = [], [], [], [None], []
     bn254_sizes, bn254_g2_max = [], 24
     pass_kernels, pass_bits, h_folds = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS], [cuda.FOLD_SCALE]
+    qaps = ["snarkjs"]
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -245,6 +249,8 @@ def main(argv: list[str]) -> None:
             cuda.PASS_THREADS = int(args.pop(0))
         elif a == "--h-fold":
             h_folds = [bool(int(f)) for f in args.pop(0).split(",")]
+        elif a == "--qap":
+            qaps = args.pop(0).split(",")
         else:
             sizes = parse_sizes(a)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -256,7 +262,7 @@ def main(argv: list[str]) -> None:
         for bits in pass_bits:
             cuda.PASS_KERNEL, cuda.MAX_PASS_BITS = kernel, bits
             print(f"NTT pass kernel: {kernel}, at most {bits} stages per pass")
-            ntt_table(cp, sizes, runs, h_max, h_folds)
+            ntt_table(cp, sizes, runs, h_max, h_folds, qaps)
     for defines in ntt_variants if sizes else []:
         cuda.DEFINES = tuple(defines)
         print(f"NTT pass kernel: {cuda.PASS_KERNEL}, ntt.cu variant {','.join(defines)}")
@@ -271,7 +277,7 @@ def main(argv: list[str]) -> None:
     if spmv_sizes:
         bench_spmv(cp, spmv_sizes, runs)
     if setup_sizes:
-        bench_setup(cp, setup_sizes, runs)
+        bench_setup(cp, setup_sizes, runs, qaps)
     if check_sizes:
         bench_range_check(cp, check_sizes, runs)
     if witness_sizes:
@@ -283,12 +289,13 @@ def main(argv: list[str]) -> None:
 _NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels
 
 
-def ntt_table(cp, sizes, runs: int, h_max: int, h_folds=(True,)) -> None:
-    """The NTT / H table for the current cuda.PASS_KERNEL and cuda.MAX_PASS_BITS: a row per size
-    and cuda.FOLD_SCALE setting in h_folds (H scaling "fold": in the last DIF pass; "pass": the
-    separate scale_powers pass). The NTT column is the forward NTT, the same for every setting."""
-    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT | H scaling |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+def ntt_table(cp, sizes, runs: int, h_max: int, h_folds=(True,), qaps=("snarkjs",)) -> None:
+    """The NTT / H table for the current cuda.PASS_KERNEL and cuda.MAX_PASS_BITS: a row per size,
+    cuda.FOLD_SCALE setting in h_folds (H scaling "fold": in the last DIF pass; "pass": the
+    separate scale_powers pass) and QAP convention in qaps. The NTT column is the forward NTT,
+    the same for every setting."""
+    print("| log2 n | NTT ms | NTT floor ms | NTT published ms | NTT target ms | H ms | H / NTT | H scaling | H qap |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|---|")
     fold_before = cuda.FOLD_SCALE
     for log_n in sizes:
         n = 1 << log_n
@@ -298,31 +305,39 @@ def ntt_table(cp, sizes, runs: int, h_max: int, h_folds=(True,)) -> None:
         ntt_ms = time_ms(cp, lambda: cuda.ntt_device(x), runs)
         src = random_fr(cp, (3, n, 4), log_n + 100) if log_n <= h_max else None
         floor = NTT_FLOOR_24_MS * (n * log_n) / (2**24 * 24)
-        for fold in h_folds:
+        for fold, qap in ((f, q) for f in h_folds for q in qaps):
             cuda.FOLD_SCALE = fold
             y = cuda.ntt_device(x)
             ok = bool(cp.array_equal(cuda.ntt_device(y, inverse=True), x))  # the iNTT folds too
             del y
-            h_ms, h_ok = time_h(cp, src, runs) if src is not None else (float("nan"), True)
+            h_ms, h_ok = time_h(cp, src, runs, qap) if src is not None else (float("nan"), True)
             flag = "" if ok and h_ok else "  RESULT CHECK FAILED"
             print(f"| {log_n} | {ntt_ms:.3f} | ~{floor:.2f} | {NTT_PUBLISHED.get(log_n, '')} | "
                   f"{NTT_TARGET_MS.get(log_n, '')} | {h_ms:.3f} | {h_ms / ntt_ms:.1f} | "
-                  f"{'fold' if fold else 'pass'} |{flag}", flush=True)
+                  f"{'fold' if fold else 'pass'} | {qap} |{flag}", flush=True)
         cuda.FOLD_SCALE = fold_before
         del src
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def time_h(cp, src, runs: int) -> tuple[float, bool]:
-    """(median ms, result checked) of compute_h_device on a copy of src (H overwrites its input;
-    the copy is ~1% of the time)."""
+def time_h(cp, src, runs: int, qap: str = "snarkjs") -> tuple[float, bool]:
+    """(median ms, result checked) of the H of convention qap on a copy of src (H overwrites its
+    input; the copy is ~1% of the time). bellperson's H runs on src with c replaced by a b."""
+    from cuzk_ray.cuda import spmv as cuda_spmv
+
     work = cp.empty_like(src)
+    h_fn = cuda.h_device_function(qap)
+    if qap == "bellperson":  # a satisfied a b = c, so H Z = A B - C exactly (check_h_bellperson)
+        n = src.shape[1]
+        src = src.copy()
+        cuda_spmv.launch("fr_mul_std", n, (src[2], src[0], src[1], np.uint64(n)))
 
     def run_h():
         cp.copyto(work, src)
-        return cuda.compute_h_device(work)
+        return h_fn(work)
 
-    return time_ms(cp, run_h, runs), check_h(cp, src, run_h())
+    check = check_h_bellperson if qap == "bellperson" else check_h
+    return time_ms(cp, run_h, runs), check(cp, src, run_h())
 
 
 _CIRCUITS: dict = {}
@@ -395,41 +410,54 @@ def bench_spmv(cp, sizes, runs: int) -> None:
         cp.get_default_memory_pool().free_all_blocks()
 
 
-def bench_setup(cp, sizes, runs: int) -> None:
+def bench_setup(cp, sizes, runs: int, qaps=("snarkjs",)) -> None:
     import random
     import time
 
     from cuzk_ray.cuda.setup import setup_scalars
-    from cuzk_ray.domain import domain_size
-    from cuzk_ray.field import limbs_to_ints, root_of_unity
 
     rng = random.Random(3)
-    print("\n| log2 n | setup scalars s (GPU, wall, median) | min s |")
-    print("|---:|---:|---:|")
-    for log_n in sizes:
+    print("\n| log2 n | setup scalars s (GPU, wall, median) | min s | qap |")
+    print("|---:|---:|---:|---|")
+    for log_n, qap in ((s, q) for s in sizes for q in qaps):
         cs, _ = porep_circuit(log_n)
         toxic = [rng.randrange(1, R_MOD) for _ in range(5)]
-        tau, alpha, beta, gamma, delta = toxic
-        sc = setup_scalars(cs, *toxic)  # warm-up
+        sc = setup_scalars(cs, *toxic, qap=qap)  # warm-up
         times = []
         for _ in range(min(runs, 3)):
             t0 = time.perf_counter()
-            sc = setup_scalars(cs, *toxic)
+            sc = setup_scalars(cs, *toxic, qap=qap)
             times.append(time.perf_counter() - t0)
-        n, p = domain_size(cs.n_constraints, cs.n_public), cs.n_public
-        w2 = root_of_unity(2 * n)
-        fac = (pow(tau, 2 * n, R_MOD) - 1) * pow(2 * n, -1, R_MOD) * pow(delta, -1, R_MOD) % R_MOD
-        ok = True
-        for j in (0, 1, n - 1, n // 3):
-            x = pow(w2, 2 * j + 1, R_MOD)
-            ok &= int(limbs_to_ints(sc["h"][j : j + 1])[0]) == x * pow(tau - x, -1, R_MOD) * fac % R_MOD
-        u, v, w_, ic = (limbs_to_ints(sc[k][: p + 1]) for k in ("u", "v", "w", "ic"))
-        ok &= list(ic * gamma % R_MOD) == list((beta * u + alpha * v + w_) % R_MOD)
-        print(f"| {log_n} | {statistics.median(times):.2f} | {min(times):.2f} |"
+        ok = check_setup(cs, sc, toxic, qap)
+        print(f"| {log_n} | {statistics.median(times):.2f} | {min(times):.2f} | {qap} |"
               + ("" if ok else "  RESULT CHECK FAILED"),
               flush=True)
         del sc
         cp.get_default_memory_pool().free_all_blocks()
+
+
+def check_setup(cs, sc, toxic, qap: str) -> bool:
+    """A handful of h scalars against their formula (snarkjs: L^(2n)_(2j+1)(tau) / delta;
+    bellperson: tau^j Z(tau) / delta) and ic = lc / gamma on the public wires."""
+    from cuzk_ray.domain import domain_size
+    from cuzk_ray.field import limbs_to_ints, root_of_unity
+    from cuzk_ray.ref.bellperson_qap import bellperson_domain
+
+    tau, alpha, beta, gamma, delta = toxic
+    delta_inv, p = pow(delta, -1, R_MOD), cs.n_public
+    if qap == "bellperson":
+        n = bellperson_domain(cs.n_constraints).n
+        idx = (0, 1, n - 2, n // 3)
+        want = [pow(tau, j, R_MOD) * (pow(tau, n, R_MOD) - 1) * delta_inv % R_MOD for j in idx]
+    else:
+        n = domain_size(cs.n_constraints, p)
+        w2 = root_of_unity(2 * n)
+        fac = (pow(tau, 2 * n, R_MOD) - 1) * pow(2 * n, -1, R_MOD) * delta_inv % R_MOD
+        idx = (0, 1, n - 1, n // 3)
+        want = [x * pow(tau - x, -1, R_MOD) * fac % R_MOD for x in (pow(w2, 2 * j + 1, R_MOD) for j in idx)]
+    ok = [int(limbs_to_ints(sc["h"][j : j + 1])[0]) for j in idx] == want
+    u, v, w_, ic = (limbs_to_ints(sc[k][: p + 1]) for k in ("u", "v", "w", "ic"))
+    return ok and list(ic * gamma % R_MOD) == list((beta * u + alpha * v + w_) % R_MOD)
 
 
 def mul_throughput(cp) -> None:
@@ -646,36 +674,60 @@ def check_h(cp, abc, h) -> bool:
     return all(int(g) == (int(a) * int(b) - int(c)) % R_MOD for g, a, b, c in zip(got, *vals))
 
 
+def check_h_bellperson(cp, abc, h) -> bool:
+    """bellperson's H (m - 1 coefficients) of a satisfied a b = c: H(v_j) Z(7) = A(v_j) B(v_j) - C(v_j)
+    at v_j = 7 w^j, the values through cuda.ntt_device (coset 7, native roots; independent of the
+    fused path) at a handful of indices."""
+    from cuzk_ray.field import limbs_to_ints
+    from cuzk_ray.ref.bellperson_qap import COSET_GENERATOR as G
+
+    n = abc.shape[1]
+    coset = [cuda.ntt_device(cuda.ntt_device(abc[i : i + 1], inverse=True, domain="native"), shift=G,
+                             domain="native") for i in range(3)]
+    full = cp.zeros((1, n, 4), dtype=cp.uint64)
+    full[0, : n - 1] = h
+    h_at = cuda.ntt_device(full, shift=G, domain="native")
+    idx = [0, 1, n - 1, n // 3]
+    vals = [limbs_to_ints(cp.asnumpy(v[0, idx])) for v in coset]
+    got = limbs_to_ints(cp.asnumpy(h_at[0, idx]))
+    z = pow(G, n, R_MOD) - 1
+    return all(int(g) * z % R_MOD == (int(a) * int(b) - int(c)) % R_MOD for g, a, b, c in zip(got, *vals))
+
+
 def bench_bn254(cp, sizes, runs: int, g2_max: int) -> None:
     """BN254 rows (issue 31): the forward NTT of each size beside BLS12-381's (same input limbs
     reduced below BN254's r, which is also below BLS12-381's), checked by a round trip; then G1 and
     G2 MSM tables on the BN254 kernels, bases (j + 2) * P tiled from 1024 points, checked exactly."""
     from cuzk_ray.cuda import msm as cuda_msm
+    from cuzk_ray.domain import Domain
     from cuzk_ray.ref import bn254
 
     print("\n| log2 n | BN254 NTT ms | BLS12-381 NTT ms | BLS / BN254 |")
     print("|---:|---:|---:|---:|")
     for log_n in sizes:
         x = random_fr(cp, (1, 1 << log_n, 4), log_n, bn254.R)
-        bn = time_ms(cp, lambda: cuda.ntt_device(x, curve="bn254"), runs)
+        d = Domain.of(1 << log_n, "snarkjs", "bn254")
+        bn = time_ms(cp, lambda: cuda.ntt_device(x, domain=d), runs)
         bls = time_ms(cp, lambda: cuda.ntt_device(x), runs)
-        ok = bool(cp.array_equal(cuda.ntt_device(cuda.ntt_device(x, curve="bn254"), inverse=True, curve="bn254"), x))
+        ok = bool(cp.array_equal(cuda.ntt_device(cuda.ntt_device(x, domain=d), inverse=True, domain=d), x))
         print(f"| {log_n} | {bn:.3f} | {bls:.3f} | {bls / bn:.2f} |" + ("" if ok else "  RESULT CHECK FAILED"),
               flush=True)
     cp.get_default_memory_pool().free_all_blocks()
-    for group, ref_group, figures, seed, kinds, top in (
-            (cuda_msm.BN254_G1, bn254.G1, BN254_G1_MSM_FIGURES, 400, ("uniform", "90% bits", "bits"), max(sizes)),
-            (cuda_msm.BN254_G2, bn254.G2, BN254_G2_MSM_FIGURES, 500, ("uniform", "90% bits"), g2_max)):
-        start = ref_group.mul(int(np.random.default_rng(seed).integers(1, 2**62)), ref_group.gen)
+    groups = ((cuda_msm.BN254_G1, bn254.G1_OPS, bn254.G1_GEN, BN254_G1_MSM_FIGURES, 400,
+               ("uniform", "90% bits", "bits"), max(sizes)),
+              (cuda_msm.BN254_G2, bn254.G2_OPS, bn254.G2_GEN, BN254_G2_MSM_FIGURES, 500,
+               ("uniform", "90% bits"), g2_max))
+    for group, ops, gen, figures, seed, kinds, top in groups:
+        start = bn254.mul(gen, int(np.random.default_rng(seed).integers(1, 2**62)), ops)
         distinct, acc = [], start
         for _ in range(1024):
-            acc = ref_group.affine_add(acc, start)
+            acc = bn254.add(acc, start, ops)
             distinct.append(acc)  # distinct[j] = (j + 2) * start
         rows = np.stack([group.affine_to_limbs(p) for p in distinct])
 
-        def want(sc, res, group=group, ref_group=ref_group, start=start):
+        def want(sc, res, group=group, ops=ops, start=start):
             k = msm_expected_scalar(cp, sc, min(sc.shape[0], 1024), bn254.R)
-            return np.array_equal(res, group.affine_to_limbs(ref_group.mul(k, start)))
+            return np.array_equal(res, group.affine_to_limbs(bn254.mul(start, k, ops)))
 
         bench_msm_rows(cp, group, f"BN254 {group.name.upper()}", rows, [n for n in sizes if n <= top], runs, seed,
                        want, figures, kinds=kinds, modulus=bn254.R)

@@ -2,7 +2,6 @@
 
     python jobs/bench_stacked_circuit.py            # the four counts, then the 2 KiB partition
     python jobs/bench_stacked_circuit.py --counts   # the counts only (~1 min)
-    python jobs/bench_stacked_circuit.py --32g      # also the 32 GiB partition's structure (~2 min)
 
 Counts: ``storage-proofs-porep/tests/stacked_circuit.rs`` (rust-fil-proofs 87348a749d): 1
 challenge, 2 layers, 8 x base-tree-count nodes, 22 inputs; base 2 1,206,212, base 8 1,199,620,
@@ -13,13 +12,8 @@ to the wrong replica node: tree R_last's root check fails), and the blank 2 KiB 
 one's (the parameters are made from the blank one). Exits 1 on any mismatch. The tests keep the
 2 KiB partition; this is the counts, and the timings.
 
-``--32g``: the 32 GiB partition against cuzk's published structure (curio extern/cuzk/
-cuzk-project.md: 328 inputs, 130,169,893 aux, 130,278,869 constraints with the 328 input
-constraints, non-zeros of A / B / C 309,405,051 / 130,327,340 / 282,656,500, density popcounts
-a_aux 129,753,292, b_input 1, b_aux 33,112,281). Its 18 challenges are synthesized by one function
-from identical blank proofs, so the partition is the global part plus 18 times one challenge: the
-blank circuit with 0 and with 1 challenge is counted (nothing stored), and the totals extrapolated;
-an aux of the global part counts for density if one challenge uses it (all do alike).
+The 32 GiB partition against cuzk's published structure is jobs/record_filecoin.py 32GiB: the
+partition recorded (prefix + one challenge, replicated), its nine counts read from the arrays.
 """
 
 from __future__ import annotations
@@ -55,88 +49,6 @@ def counts() -> bool:
         ok &= good
         print(f"  {base}-{sub}-{top:<3} {shape.nodes:>3} nodes  {cs.num_constraints:>10,} (rust {want:,})  "
               f"{cs.num_inputs} inputs  {secs:6.1f} s  {'OK' if good else 'DIFFERS'}")
-    return ok
-
-
-CUZK_32G = {"inputs": 328, "aux": 130_169_893, "constraints": 130_278_869, "nnz_a": 309_405_051,
-            "nnz_b": 130_327_340, "nnz_c": 282_656_500, "a_aux": 129_753_292, "b_input": 1, "b_aux": 33_112_281}
-
-
-def _counting_cs():
-    """A constraint system that keeps only counts: non-zeros per matrix and the variables in A and B."""
-    from cuzk_ray.filecoin.circuit.cs import ConstraintSystem
-
-    class CountingCS(ConstraintSystem):
-        def __init__(self):
-            super().__init__()
-            self.aux_count = 0
-            self.constraint_count = 0
-            self.nnz = [0, 0, 0]
-            self.in_a: set[int] = set()
-            self.in_b: set[int] = set()
-
-        @property
-        def num_aux(self) -> int:
-            return self.aux_count
-
-        @property
-        def num_constraints(self) -> int:
-            return self.constraint_count
-
-        def alloc(self, value, name=""):
-            self.aux_count += 1
-            return self.aux_count - 1
-
-        def enforce(self, name, a, b, c):
-            self.constraint_count += 1
-            for k, lc in enumerate((a, b, c)):
-                row = lc.row()
-                self.nnz[k] += len(row)
-                if k < 2:
-                    (self.in_a, self.in_b)[k].update(v for v, _ in row)
-
-    return CountingCS()
-
-
-def partition_32g() -> bool:
-    """The 32 GiB partition's structure, extrapolated from 0 and 1 challenges, against cuzk's."""
-    from cuzk_ray.filecoin import registry
-    from cuzk_ray.filecoin.circuit.stacked import blank_stacked_circuit, synthesize_stacked, tree_shape
-
-    config = registry.registered_seal_proof("StackedDrg32GiBV1_1").config
-    runs = []
-    for challenges in (0, 1):
-        cs = _counting_cs()
-        circuit = blank_stacked_circuit(tree_shape(config), config.shape.layers, challenges)
-        _, secs = timed(lambda: synthesize_stacked(cs, circuit))  # noqa: B023 (called at once)
-        runs.append(cs)
-        print(f"  {challenges} challenge(s): {cs.num_constraints:,} constraints, {cs.num_aux:,} aux  {secs:.1f} s")
-    g, one = runs
-    n = config.challenges_per_partition
-
-    def total(field) -> int:
-        return field(g) + n * (field(one) - field(g))
-
-    def split(variables: set[int], is_aux: bool) -> tuple[int, int]:
-        """(global, one challenge's) aux or inputs among ``variables``."""
-        mine = [v for v in variables if (v >= 0) == is_aux]
-        index = (lambda v: v) if is_aux else (lambda v: -1 - v)
-        limit = g.num_aux if is_aux else g.num_inputs
-        glob = sum(1 for v in mine if index(v) < limit)
-        return glob, len(mine) - glob
-
-    inputs = total(lambda cs: cs.num_inputs)
-    got = {"inputs": inputs, "aux": total(lambda cs: cs.num_aux),
-           "constraints": total(lambda cs: cs.num_constraints) + inputs,
-           "nnz_a": total(lambda cs: cs.nnz[0]) + inputs, "nnz_b": total(lambda cs: cs.nnz[1]),
-           "nnz_c": total(lambda cs: cs.nnz[2])}
-    for key, variables, is_aux in (("a_aux", one.in_a, True), ("b_input", one.in_b, False), ("b_aux", one.in_b, True)):
-        glob, per = split(variables, is_aux)
-        got[key] = glob + n * per
-    ok = True
-    for key, want in CUZK_32G.items():
-        ok &= got[key] == want
-        print(f"  {key:<12} {got[key]:>14,}  cuzk {want:>14,}  {'OK' if got[key] == want else 'DIFFERS'}")
     return ok
 
 
@@ -207,12 +119,7 @@ def blank_rows_equal(recorded, config) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--counts", action="store_true", help="only the four upstream counts")
-    ap.add_argument("--32g", dest="p32g", action="store_true", help="also the 32 GiB partition's structure")
     args = ap.parse_args()
-    if args.p32g:
-        print("32 GiB partition (global part + 18 x one challenge) against cuzk's structure:")
-        if not partition_32g():
-            sys.exit(1)
     print("stacked_circuit.rs counts (1 challenge, 2 layers):")
     ok = counts()
     if not args.counts:

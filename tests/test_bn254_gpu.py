@@ -1,7 +1,8 @@
-"""The kernels compiled for BN254 against the Python-int oracle (cuzk_ray.ref.bn254), bit for bit:
-Fp / Fr arithmetic (every ff_test.cu op) on random and edge values, Fp2, the NTT and iNTT at
-2^1..2^16 with snarkjs's bn128 roots (plain and coset), G1 and G2 MSM with 0/1 scalars, points at
-infinity and repeated points. Each positive check has a tampered twin that must fail.
+"""The kernels compiled for BN254 against the Python-int oracle (cuzk_ray.ref.bn254, ref.ntt,
+ref.qap on a BN254 Domain), bit for bit: Fp / Fr arithmetic (every ff_test.cu op) on random and
+edge values, Fp2, the NTT and iNTT at 2^1..2^16 with snarkjs's bn128 roots (plain and coset), H,
+G1 and G2 MSM with 0/1 scalars, points at infinity and repeated points. Each positive check has a
+tampered twin that must fail.
 
 Run on a machine with CuPy and an NVIDIA GPU: ``pytest -m gpu tests/test_bn254_gpu.py``.
 """
@@ -21,8 +22,11 @@ from test_kernels_gpu import FP2_OPS, OPS, carry_edges, expected, with_edges  # 
 
 from cuzk_ray.cuda import msm as cuda_msm  # noqa: E402
 from cuzk_ray.cuda import ntt as cuda_ntt  # noqa: E402
+from cuzk_ray.domain import Domain  # noqa: E402
 from cuzk_ray.kernels.loader import get_kernel  # noqa: E402
 from cuzk_ray.ref import bn254 as ref  # noqa: E402
+from cuzk_ray.ref import ntt as ref_ntt  # noqa: E402
+from cuzk_ray.ref import qap  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 SEED = int(os.environ.get("CUZK_TEST_SEED", random.randrange(2**32)))
@@ -74,7 +78,7 @@ def test_field_ops(field, op, rng):
 
 @pytest.mark.parametrize("op", list(FP2_OPS))
 def test_fp2_ops(op, rng):
-    F = ref.Fp2
+    F = ref.G2_OPS
     n = 1000
     a = [(rng.randrange(ref.P), rng.randrange(ref.P)) for _ in range(n)] + [(0, 0), (1, 0), (0, 1), (ref.P - 1,) * 2]
     b = [(rng.randrange(ref.P), rng.randrange(ref.P)) for _ in range(n)] + [(ref.P - 1,) * 2, (0, 1), (0, 1), (1, 1)]
@@ -98,57 +102,64 @@ def test_fp2_ops(op, rng):
 # ------------------------------------------------------------------------------------------- NTT
 
 
-def coset_powers(g: int, n: int) -> list[int]:
-    return [pow(g, i, ref.R) for i in range(n)]
+def domain(n: int) -> Domain:
+    return Domain.of(n, "snarkjs", CURVE)
 
 
 @pytest.mark.parametrize("log_n", range(1, 17))
 def test_ntt_roundtrip_against_reference(log_n, rng):
     n = 1 << log_n
-    d = ref.Domain.of(n)
+    d = domain(n)
     x = [rng.randrange(ref.R) for _ in range(n - 3)] + [0, 1, ref.R - 1]
-    fwd = from_limbs(cuda_ntt.ntt(to_limbs(x), curve=CURVE))
-    assert fwd == ref.ntt(x, d.omega), f"ntt 2^{log_n}, seed {SEED}"
-    inv = from_limbs(cuda_ntt.ntt(to_limbs(fwd), inverse=True, curve=CURVE))
-    assert inv == x, f"intt 2^{log_n}, seed {SEED}"
-    want_inv = [v * d.n_inv % ref.R for v in ref.ntt(x, d.omega_inv)]
-    assert from_limbs(cuda_ntt.ntt(to_limbs(x), inverse=True, curve=CURVE)) == want_inv
+    fwd = from_limbs(cuda_ntt.ntt(to_limbs(x), domain=d))
+    assert fwd == list(ref_ntt.ntt(x, d)), f"ntt 2^{log_n}, seed {SEED}"
+    assert from_limbs(cuda_ntt.ntt(to_limbs(fwd), inverse=True, domain=d)) == x, f"intt 2^{log_n}, seed {SEED}"
+    assert from_limbs(cuda_ntt.ntt(to_limbs(x), inverse=True, domain=d)) == list(ref_ntt.intt(x, d))
     # negative: one tampered input changes the transform
     tampered = list(x)
     tampered[0] = (tampered[0] + 1) % ref.R
-    assert from_limbs(cuda_ntt.ntt(to_limbs(tampered), curve=CURVE)) != fwd
+    assert from_limbs(cuda_ntt.ntt(to_limbs(tampered), domain=d)) != fwd
 
 
 @pytest.mark.parametrize("log_n", [1, 5, 12])
 def test_coset_ntt(log_n, rng):
     n, g = 1 << log_n, 7
-    d = ref.Domain.of(n)
+    d = domain(n)
     x = [rng.randrange(ref.R) for _ in range(n)]
-    want = ref.ntt([v * w % ref.R for v, w in zip(x, coset_powers(g, n))], d.omega)
-    got = from_limbs(cuda_ntt.ntt(to_limbs(x), shift=g, curve=CURVE))
+    want = list(ref_ntt.coset_ntt(x, g, d))
+    got = from_limbs(cuda_ntt.ntt(to_limbs(x), shift=g, domain=d))
     assert got == want, f"coset ntt 2^{log_n}, seed {SEED}"
-    assert from_limbs(cuda_ntt.ntt(to_limbs(got), inverse=True, shift=g, curve=CURVE)) == x
-    assert from_limbs(cuda_ntt.ntt(to_limbs(x), shift=5, curve=CURVE)) != want  # negative: another shift
+    assert from_limbs(cuda_ntt.ntt(to_limbs(got), inverse=True, shift=g, domain=d)) == x
+    assert from_limbs(cuda_ntt.ntt(to_limbs(x), shift=5, domain=d)) != want  # negative: another shift
+
+
+@pytest.mark.parametrize("log_n", [0, 3, 10])
+def test_compute_h(log_n, rng):
+    n = 1 << log_n
+    d = domain(n)
+    a, b, c = ([rng.randrange(ref.R) for _ in range(n)] for _ in range(3))
+    want = list(qap.compute_h(a, b, c, d))
+    assert from_limbs(cuda_ntt.compute_h(to_limbs(a), to_limbs(b), to_limbs(c), d)) == want, f"seed {SEED}"
+    c[0] = (c[0] + 1) % ref.R  # negative: a tampered c changes h
+    assert from_limbs(cuda_ntt.compute_h(to_limbs(a), to_limbs(b), to_limbs(c), d)) != want
 
 
 def test_ntt_uses_bn254_roots_not_bls(rng):
-    """The same limbs through the BLS12-381 module give other values (negative twin of the above)."""
+    """The same limbs on BLS12-381's domain (the default) give other values (negative twin)."""
     x = [rng.randrange(ref.R) for _ in range(16)]
-    assert from_limbs(cuda_ntt.ntt(to_limbs(x))) != ref.ntt(x, ref.Domain.of(16).omega)
-    with pytest.raises(ValueError, match="ref.bn254.Domain"):
-        cuda_ntt.ntt(to_limbs(x), domain="snarkjs", curve=CURVE)
+    assert from_limbs(cuda_ntt.ntt(to_limbs(x))) != list(ref_ntt.ntt(x, domain(16)))
 
 
 # ------------------------------------------------------------------------------------------- MSM
 
-GROUPS = {"g1": (cuda_msm.BN254_G1, ref.G1), "g2": (cuda_msm.BN254_G2, ref.G2)}
+GROUPS = {"g1": (cuda_msm.BN254_G1, ref.G1_OPS, ref.G1_GEN), "g2": (cuda_msm.BN254_G2, ref.G2_OPS, ref.G2_GEN)}
 
 
-def multiples(g: ref.Group, count: int) -> list:
+def multiples(ops, gen, count: int) -> list:
     """[0 G, 1 G, ..., count G] (None = infinity) by repeated addition."""
     out, acc = [None], None
     for _ in range(count):
-        acc = g.affine_add(acc, g.gen)
+        acc = ref.add(acc, gen, ops)
         out.append(acc)
     return out
 
@@ -173,8 +184,8 @@ def test_msm_against_reference(name, n, rng):
     infinity, repeats are common), scalars mix 0, 1, r - 1 and uniform values."""
     if name == "g2" and n == 1 << 16:
         pytest.skip("G2 at 2^16 adds little over 4097 beside its run time")
-    group, g = GROUPS[name]
-    table = multiples(g, 40)
+    group, ops, gen = GROUPS[name]
+    table = multiples(ops, gen, 40)
     ks = [rng.randrange(0, 41) for _ in range(n)]
     choices = (0, 1, ref.R - 1)
     s = [rng.choice(choices) if rng.random() < 0.3 else rng.randrange(ref.R) for _ in range(n)]
@@ -183,8 +194,8 @@ def test_msm_against_reference(name, n, rng):
     pts = points_array(group, [table[k] for k in ks])
     got = result_point(group, cuda_msm.msm(group, pts, to_limbs(s)))
     total = sum(si * ki for si, ki in zip(s, ks)) % ref.R
-    assert got == g.mul(total, g.gen), f"bn254 {name} msm n={n}, seed {SEED}"
-    assert g.on_curve(got)
+    assert got == ref.mul(gen, total, ops), f"bn254 {name} msm n={n}, seed {SEED}"
+    assert ref.on_curve(got, ops)
     if n:  # negative: a tampered scalar changes the sum
         s[0] += 1
         assert result_point(group, cuda_msm.msm(group, pts, to_limbs(s))) != got
@@ -193,13 +204,13 @@ def test_msm_against_reference(name, n, rng):
 @pytest.mark.parametrize("name", ["g1", "g2"])
 def test_msm_windows_and_affine_accumulation(name, rng):
     """Other window widths and the batch-affine accumulation give the same point."""
-    group, g = GROUPS[name]
-    table = multiples(g, 8)
+    group, ops, gen = GROUPS[name]
+    table = multiples(ops, gen, 8)
     n = 3000
     ks = [rng.randrange(0, 9) for _ in range(n)]
     s = [rng.randrange(ref.R) for _ in range(n)]
     pts, sc = points_array(group, [table[k] for k in ks]), to_limbs(s)
-    want = g.mul(sum(a * b for a, b in zip(s, ks)) % ref.R, g.gen)
+    want = ref.mul(gen, sum(a * b for a, b in zip(s, ks)) % ref.R, ops)
     for kw in ({"window": 5}, {"window": 13}, {"accumulate": "affine"}, {"split": False}):
         got = result_point(group, cuda_msm.msm(group, pts, sc, **kw))
         assert got == want, f"bn254 {name} {kw}, seed {SEED}"
@@ -209,11 +220,11 @@ def test_msm_known_answer():
     """[2] G1 and [1] G2 through the device: 2 G1 is the published doubling of (1, 2) (py_ecc's
     bn128 tests); the G2 generator is EIP-197's."""
     g1 = cuda_msm.BN254_G1
-    out = cuda_msm.msm(g1, points_array(g1, [ref.G1.gen, ref.G1.gen]), to_limbs([1, 1]))
+    out = cuda_msm.msm(g1, points_array(g1, [ref.G1_GEN, ref.G1_GEN]), to_limbs([1, 1]))
     assert result_point(g1, out) == (1368015179489954701390400359078579693043519447331113978918064868415326638035,
                                      9918110051302171585080402603319702774565515993150576347155970296011118125764)
     g2 = cuda_msm.BN254_G2
-    out = cuda_msm.msm(g2, points_array(g2, [ref.G2.gen, ref.G2.gen]), to_limbs([3, ref.R - 2]))
-    assert result_point(g2, out) == ref.G2.gen
-    with pytest.raises(ValueError, match="bases prepared for bls12_381"):
+    out = cuda_msm.msm(g2, points_array(g2, [ref.G2_GEN, ref.G2_GEN]), to_limbs([3, ref.R - 2]))
+    assert result_point(g2, out) == ref.G2_GEN
+    with pytest.raises(ValueError, match="bases prepared for bls12381"):
         cuda_msm.msm(g1, cuda_msm.prepare_bases(cuda_msm.G1, np.zeros((1, 2, 6), np.uint64)), to_limbs([1]))

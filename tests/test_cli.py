@@ -17,6 +17,8 @@ import pytest
 from conftest import snarkjs_verify, snarkjs_verify_many
 from interrupt import interrupt_mid_batch, start
 
+from cuzk_ray.curves import BN254
+
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "circom"
 LINEAR = FIX / "linear"
@@ -120,17 +122,22 @@ def test_groth16_verify_accepts_snarkjs_proofs_and_rejects_wrong_inputs(tmp_path
 
 
 def test_zkey_export_verificationkey_is_byte_identical_to_snarkjs(tmp_path, snarkjs):
-    for circuit in ("linear", "pow2"):
+    for circuit in ("linear", "pow2", "bn254"):
         ours, theirs = tmp_path / f"{circuit}-ours.json", tmp_path / f"{circuit}-snarkjs.json"
         res = cli("zkey", "export", "verificationkey", FIX / circuit / f"{circuit}.zkey", ours)
         assert res.returncode == 0, res.stdout + res.stderr
         sj = snarkjs("zkey", "export", "verificationkey", str(FIX / circuit / f"{circuit}.zkey"), str(theirs))
         assert sj.returncode == 0, sj.stdout + sj.stderr
         assert ours.read_bytes() == theirs.read_bytes()
-    # negative twin: a BN254 zkey is refused in one line (BLS12-381 only), nothing written
+    # negative twin: a zkey of an unsupported prime is refused in one line, nothing written
+    data = bytearray((FIX / "bn254" / "bn254.zkey").read_bytes())
+    at = bytes(data).index(BN254.p.to_bytes(32, "little"))
+    data[at] ^= 2  # q + 2: no supported curve's prime
+    (tmp_path / "odd.zkey").write_bytes(bytes(data))
     bad = tmp_path / "bn.json"
-    res = cli("zkey", "export", "verificationkey", FIX / "bn254" / "bn254.zkey", bad)
+    res = cli("zkey", "export", "verificationkey", tmp_path / "odd.zkey", bad)
     assert res.returncode == 2 and last(res.stderr).startswith("error: ") and not bad.exists()
+    assert "a supported curve" in last(res.stderr), res.stderr
 
 
 def test_plus_key_and_unknown_keys_are_refused_in_one_line(tmp_path):

@@ -19,8 +19,10 @@ import pytest
 from py_arkworks_bls12381 import GT, G1Point, G2Point, Scalar
 
 from cuzk_ray.curve import g1_points, g2_points, scalars
+from cuzk_ray.curves import BLS12_381
 from cuzk_ray.field import FP_R_INV, FR_R_INV, Q_MOD, R_MOD, ints_to_limbs, limbs_to_ints
 from cuzk_ray.formats import snarkjs
+from cuzk_ray.formats.binfile import BN254_R
 from cuzk_ray.formats.montgomery import redc_limbs
 from cuzk_ray.formats.snarkjs import FormatError, check_zkey_against_r1cs, read_r1cs, read_wtns, read_zkey
 from cuzk_ray.formats.zkey_cache import load_zkey_cached
@@ -423,8 +425,19 @@ def test_corrupt_magic(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind,name", [("r1cs", "bn254.r1cs"), ("wtns", "witness_1.wtns"), ("zkey", "bn254.zkey")])
-def test_bn254_file_is_named(kind, name):
-    raises(kind, FIX / "bn254" / name, "BN254 (bn128)", "only BLS12-381 is supported")
+def test_bn254_files_are_read_as_bn254(kind, name):
+    """Each reader takes a BN254 file and says so (issue 31; they refused it before)."""
+    got = READERS[kind](FIX / "bn254" / name)
+    if kind == "zkey":
+        assert got[0].meta["curve"] == "bn254" and got[0].a_query.shape[1:] == (2, 4) and got[1].modulus == BN254_R
+    elif kind == "r1cs":
+        assert got.modulus == BN254_R
+    else:
+        assert np.asarray(got)[0].tolist() == [1, 0, 0, 0]
+    # negative twin: a BN254 witness where a BLS12-381 one is wanted is refused naming both curves
+    if kind == "wtns":
+        with pytest.raises(FormatError, match="expected BLS12-381 scalar field r .the curve of the key.*found BN254"):
+            read_wtns(FIX / "bn254" / name, None, BLS12_381)
 
 
 def test_read_wtns_gives_a_checked_fr_vector():

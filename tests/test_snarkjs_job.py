@@ -113,7 +113,12 @@ BAD_INPUTS = {
                        ["linear.zkey", "truncated"]),
     "corrupt zkey": (lambda t: _copy(t, FIX / "linear/linear.zkey", lambda d: b"xxxx" + d[4:]), None,
                      ["linear.zkey", "magic"]),
-    "BN254 zkey": (lambda t: FIX / "bn254/bn254.zkey", None, ["bn254.zkey", "BN254", "only BLS12-381 is supported"]),
+    "witness of another curve": (lambda t: FIX / "bn254/bn254.zkey", None,
+                                 ["linear/witness_1.wtns", "prime: expected BN254 (bn128) scalar field r (the curve "
+                                  "of bn254.zkey)", "found BLS12-381 scalar field r"]),
+    "BN254 witness for a BLS12-381 zkey": (lambda t: FIX / "linear/linear.zkey", FIX / "bn254/witness_1.wtns",
+                                           ["bn254/witness_1.wtns", "expected BLS12-381 scalar field r (the curve of "
+                                            "linear.zkey)", "found BN254 (bn128) scalar field r"]),
     "lying header": (lambda t: _copy(t, FIX / "linear/linear.zkey", _lying_nvars), None,
                      ["linear.zkey", "section 5 (A) length: expected 960 bytes"]),
     "missing zkey": (lambda t: t / "nowhere.zkey", None, ["nowhere.zkey: file not found"]),

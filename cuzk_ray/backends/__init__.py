@@ -45,6 +45,18 @@ def cuda_backend_class():
     return CudaBackend
 
 
+# The curves each backend proves over (cuzk_ray.curves names): the CUDA kernels are BLS12-381's
+# until the BN254 ones land (issue 31).
+BACKEND_CURVES = {"cpu": ("bls12381", "bn254"), "cuda": ("bls12381",)}
+
+
+def check_backend_curve(backend_name: str, curve_name: str) -> None:
+    """ValueError in one line unless the backend proves over the curve."""
+    if curve_name not in BACKEND_CURVES.get(backend_name, ()):
+        raise ValueError(f"backend={backend_name}: no {curve_name} kernels yet (a {curve_name} key proves on "
+                         f"backend=cpu); this backend proves over {', '.join(BACKEND_CURVES.get(backend_name, ()))}")
+
+
 def make_backend(name: str, **kwargs):
     """Instantiate the named backend. A requested GPU that is missing fails with what to do."""
     name = resolve_backend_name(name)

@@ -1,5 +1,7 @@
 """The ``cpu`` proving backend (CpuBackend, ResidentKey): H with fast.ntt (numba) from 2^14 up,
-else the Python-int reference (ref.qap); MSMs with py-arkworks-bls12381 (ref.msm).
+else the Python-int reference (ref.qap); MSMs with py-arkworks-bls12381 (ref.msm). A BN254 key
+(``pk.curve``) takes its points and MSMs from cuzk_ray.curve_groups and its H from the
+reference over BN254's Fr.
 
 The Backend protocol (backends/base.py, shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
@@ -22,11 +24,12 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from ..curve import g1_points, g2_points
+from ..curve_groups import groups_for
+from ..curves import BLS12_381, curve_of_prime
+from ..domain import Domain
 from ..field import FrVector, as_fr_limbs, fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
 from ..ref import qap
-from ..ref.msm import msm_g1, msm_g2
 from ..timing import StageTimes
 from ..witness import expand_on_host
 
@@ -34,18 +37,21 @@ log = logging.getLogger(__name__)
 
 
 class ResidentKey:
-    """A proving key's points as arkworks objects (the CPU analogue of bases kept in VRAM)."""
+    """A proving key's points as its curve's point objects (arkworks for BLS12-381; the CPU
+    analogue of bases kept in VRAM)."""
 
     def __init__(self, pk: ProvingKey, g1_queries: bool = True, g2_queries: bool = True):
         self.pk = pk
-        self.alpha_g1, self.beta_g1, self.delta_g1 = (g1_points(x)[0]
+        self.groups = g = groups_for(pk.curve)
+        self.alpha_g1, self.beta_g1, self.delta_g1 = (g.g1_points(x)[0]
                                                       for x in (pk.vk.alpha_g1, pk.beta_g1, pk.delta_g1))
-        self.beta_g2, self.delta_g2 = (g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
+        self.beta_g2, self.delta_g2 = (g.g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
         self.queries = {}
         if g2_queries:  # the GPU backend keeps it in VRAM instead
-            self.queries["b_g2_query"] = g2_points(pk.b_g2_query)
+            self.queries["b_g2_query"] = g.g2_points(pk.b_g2_query)
         if g1_queries:  # the GPU backend keeps these in VRAM instead
-            self.queries.update({q: g1_points(getattr(pk, q)) for q in ("a_query", "b_g1_query", "l_query", "h_query")})
+            self.queries.update({q: g.g1_points(getattr(pk, q))
+                                 for q in ("a_query", "b_g1_query", "l_query", "h_query")})
 
 
 class CpuBackend:
@@ -127,6 +133,9 @@ class CpuBackend:
         with times.stage("abc"):
             a, b, c = qap.evaluations(cs, fr_vector(witness))
         with times.stage("h"):
+            curve = curve_of_prime(cs.modulus)
+            if curve is not BLS12_381:  # BN254: the reference H over its Fr (no fast path yet)
+                return FrVector(fr_to_limbs(qap.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name))))
             return FrVector(self.compute_h(a, b, c))
 
     def gather(self, key: ResidentKey, wires: str, scalars):
@@ -142,11 +151,11 @@ class CpuBackend:
         return np.take(as_fr_limbs(scalars), idx, axis=0)
 
     def msm_g1(self, key: ResidentKey, query: str, scalars):
-        return msm_g1(key.queries[query], scalars)
+        return key.groups.msm_g1(key.queries[query], scalars)
 
     def msm_g2(self, key: ResidentKey, query: str, scalars, start: int | None = None):
         """sum_i scalars[i] * query[start + i] in G2 (a slice of the bases: MSMs split in parts)."""
-        return msm_g2(key.queries[query], scalars, start)
+        return key.groups.msm_g2(key.queries[query], scalars, start)
 
     def submit(self, fn, *args):
         """Run fn(*args) on the backend's worker threads (for MSMs that overlap)."""

@@ -20,6 +20,8 @@ returns an FrVector on the device, so a partition staged first is range-checked 
                  witness -> a, b, c by sparse mat-vec (kernels/spmv.cu) -> h, all in VRAM; h is
                  returned as an FrVector on the device and fed to the H MSM without a host round trip
   compute_h      a, b, c -> one device buffer -> iNTT, coset shift, NTT, h = ab - c (kernels/ntt.cu)
+                 (both take the key's ``qap``: "bellperson" divides by Z(7) on the coset 7 and
+                 goes back to H's m - 1 coefficients, cuda.ntt.compute_h_bellperson_device)
   gather(key, wires, w)
                  the witness values of the key's a_wires / b_wires (a key stored by density) as
                  a new device array: cupy take on the uint64[n, 4] limbs with the index arrays
@@ -212,17 +214,17 @@ class CudaBackend:
             self.cp.cuda.get_current_stream().synchronize()
             self.cp.get_default_memory_pool().free_all_blocks()
 
-    def compute_h_from_witness(self, cs, witness, times=None) -> FrVector:
+    def compute_h_from_witness(self, cs, witness, times=None, qap: str = "snarkjs") -> FrVector:
         """h as an FrVector on the device (``uint64[n, 4]``, standard form) from the witness (an
-        FrVector, or standard-form limbs, numpy or cupy: a cupy witness is used in place). a, b, c
-        never leave the device. Recorded as stage "h" in ``times`` (the matrices' first upload
-        included)."""
+        FrVector, or standard-form limbs, numpy or cupy: a cupy witness is used in place), in the
+        key's H convention ``qap`` ("bellperson": its m - 1 coefficients). a, b, c never leave the
+        device. Recorded as stage "h" in ``times`` (the matrices' first upload included)."""
         from contextlib import nullcontext
 
         witness = self._scalar_limbs(witness, "witness")  # ints too, as the cpu backend takes
         with times.stage("h") if times is not None else nullcontext():
             dcs = self.load_cs(cs)
-            return FrVector(self._timed_gpu("h", cuda_spmv.h_from_witness, dcs, witness))
+            return FrVector(self._timed_gpu("h", cuda_spmv.h_from_witness, dcs, witness, qap=qap))
 
     def _scalar_limbs(self, x, what: str):
         """What a kernel wrapper takes: an FrVector as it is (trusted); a cupy array stays on the
@@ -320,11 +322,14 @@ class CudaBackend:
         # the pinned blocks go back to the pinned pool on return, after the copies completed
         return out
 
-    def compute_h(self, a, b, c) -> np.ndarray:
-        """h (numpy ``uint64[n, 4]``, standard form) from a, b, c (FrVectors, or limbs / ints,
-        checked by the kernel wrapper)."""
+    def compute_h(self, a, b, c, qap: str = "snarkjs") -> np.ndarray:
+        """h (numpy ``uint64[n, 4]``, standard form; "bellperson" ``qap``: its m - 1 coefficients)
+        from a, b, c (FrVectors, or limbs / ints, checked by the kernel wrapper)."""
+        fn = {"snarkjs": cuda_ntt.compute_h, "bellperson": cuda_ntt.compute_h_bellperson}.get(qap)
+        if fn is None:
+            raise ValueError(f"compute_h: qap={qap!r} is not one of snarkjs, bellperson")
         a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
-        return self._timed_gpu("h", cuda_ntt.compute_h, a, b, c)
+        return self._timed_gpu("h", fn, a, b, c)
 
     def gather(self, key: GpuKey, wires: str, scalars):
         """scalars[pk.<wires>] on the device (a new contiguous uint64[k, 4]; an FrVector when given

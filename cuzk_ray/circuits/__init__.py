@@ -137,7 +137,7 @@ class SnarkjsCircuit:
     @classmethod
     def from_config(cls, c: dict) -> SnarkjsCircuit:
         if not c.get("zkey"):
-            raise ValueError("circuit=snarkjs needs circuit.zkey=PATH (a Groth16 BLS12-381 .zkey)")
+            raise ValueError("circuit=snarkjs needs circuit.zkey=PATH (a Groth16 .zkey over BLS12-381 or BN254)")
         witness = expand_witnesses(c.get("witness"))
         return cls(os.path.abspath(c["zkey"]), witness, os.path.abspath(c["r1cs"]) if c.get("r1cs") else None)
 
@@ -152,7 +152,8 @@ class SnarkjsCircuit:
             sizes = CircuitSizes(cs.n_wires, cs.n_public, cs.n_constraints, os.path.basename(self.zkey))
             check_zkey_against_r1cs(cs, read_r1cs(self.r1cs, sizes), self.zkey)  # headers compared first
         # every file is read here anyway: its compact size is the partition's batch (the largest counts)
-        batch = max((compact(read_wtns(w, pk.n_wires)).nbytes for w in self.witness),
+        of = os.path.basename(self.zkey)  # a witness of another curve is refused naming both
+        batch = max((compact(read_wtns(w, pk.n_wires, pk.curve, of)).nbytes for w in self.witness),
                     default=compact_bytes(pk.n_wires, pk.n_wires))
         self.meta.update(n_wires=pk.n_wires, domain=pk.domain_size, sha256=pk.meta.get("sha256", ""), batch_bytes=batch)
         note = "converted from the zkey" if pk.meta.get("cache") == "miss" else "converted key cached"

@@ -12,7 +12,7 @@ Scalars may also be an FrVector (trusted: not range-checked again).
 Curves: the groups above are BLS12-381's; ``BN254_G1`` / ``BN254_G2`` (``msm(BN254_G1, ...)``)
 run the same pipeline on the kernels compiled for BN254 (kernels/loader.py CURVES), with Fp in 4
 uint64 limbs (points ``uint64[n, 2, 4]`` / ``uint64[n, 2, 2, 4]``), Fr scalars ``uint64[n, 4]``
-below BN254's r, and the host tail in Python ints (ref/bn254.py) where BLS12-381 uses arkworks.
+below BN254's r, and the host tail in Python ints (ref/bn254_xyzz.py) where BLS12-381 uses arkworks.
 
 Pipeline (see ec/msm_impl.cuh for the kernels and their costs): scalars classified in one read
 (msm_split_count / msm_split_scatter): 0 dropped, 1 summed by a tree of batch additions (msm_sum_points,
@@ -57,9 +57,10 @@ import numpy as np
 from py_arkworks_bls12381 import Scalar
 
 from ..curve import g1_array, g1_points, g2_array, g2_points
+from ..curves import BN254
 from ..field import FP_LIMBS, Q_MOD, R_MOD, limbs_to_ints
 from ..kernels.loader import get_kernel, require_cupy
-from ..ref import bn254 as bn254_ref
+from ..ref import bn254_xyzz
 from ..ref import g1 as g1_ref
 from ..ref import g2 as g2_ref
 from .device import DeviceCache, check_fr
@@ -120,11 +121,11 @@ class Group:
     module: str  # kernels/<module>
     prefix: str  # kernel name prefix in that module
     elem: tuple  # uint64 shape of one coordinate: (6,) for BLS12-381 Fp, (2, 6) for Fp2; (4,), (2, 4) BN254
-    ref: ModuleType | bn254_ref.Group  # Python-int arithmetic: xyzz_add, xyzz_dbl, xyzz_to_affine_many
+    ref: ModuleType | bn254_xyzz.XyzzGroup  # Python-int arithmetic: xyzz_add, xyzz_dbl, xyzz_to_affine_many
     points: Callable | None  # affine uint64[n, 2, *elem] -> arkworks points (curve.g1_points / g2_points)
     array: Callable | None  # arkworks points -> affine uint64[n, 2, *elem] (curve.g1_array / g2_array)
     defines: tuple = ()  # compile-time variant of the module (benchmarks compare variants)
-    curve: str = "bls12_381"  # the kernels' curve (kernels/loader.py CURVES)
+    curve: str = "bls12381"  # the kernels' curve (a cuzk_ray.curves name; kernels/loader.py CURVES)
     fp_modulus: int = Q_MOD
 
     @property
@@ -149,8 +150,10 @@ class Group:
 
 G1 = Group("g1", "msm.cu", "", (FP_LIMBS,), g1_ref, g1_points, g1_array)
 G2 = Group("g2", "msm_g2.cu", "g2_", (2, FP_LIMBS), g2_ref, g2_points, g2_array)
-BN254_G1 = Group("g1", "msm.cu", "", (4,), bn254_ref.G1, None, None, curve="bn254", fp_modulus=bn254_ref.P)
-BN254_G2 = Group("g2", "msm_g2.cu", "g2_", (2, 4), bn254_ref.G2, None, None, curve="bn254", fp_modulus=bn254_ref.P)
+BN254_G1 = Group("g1", "msm.cu", "", (BN254.fp_limbs,), bn254_xyzz.G1, None, None, curve=BN254.name,
+                 fp_modulus=BN254.p)
+BN254_G2 = Group("g2", "msm_g2.cu", "g2_", (2, BN254.fp_limbs), bn254_xyzz.G2, None, None, curve=BN254.name,
+                 fp_modulus=BN254.p)
 
 
 def default_window(n: int) -> int:

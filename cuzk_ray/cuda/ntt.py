@@ -13,10 +13,11 @@ Semantics match the CPU oracle (cuzk_ray.ref.ntt, cuzk_ray.ref.qap) bit for bit:
   ntt(x, inverse=True)        = ref.ntt.intt(x)
   ntt(x, inverse=True, shift=g) = ref.ntt.coset_intt(x, g)
   compute_h(a, b, c)          = ref.qap.compute_h(a, b, c)
+  compute_h_bellperson(a, b, c) = ref.bellperson_qap.compute_h(a, b, c, domain)  (m - 1 values)
 
-Curves: ``curve="bn254"`` (ntt, ntt_device) runs the same kernels compiled for BN254's Fr
-(kernels/loader.py CURVES) on a ref.bn254.Domain (snarkjs's roots for bn128; None: that domain
-of the input's size), its tables mod BN254's r; the H computation is BLS12-381's only so far.
+Curves: the domain names the curve (``Domain.of(n, "snarkjs", "bn254")``): its tables are built
+mod that curve's r and the kernels are ntt.cu compiled for it (kernels/loader.py CURVES), so the
+same entry points serve BLS12-381 and BN254.
 
 CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
 saying what to install or do.
@@ -26,10 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..curves import curve_named
 from ..domain import Domain, resolve
 from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
 from ..kernels.loader import DEFAULT_CURVE, get_kernel, require_cupy
-from ..ref import bn254 as bn254_ref
+from ..ref.bellperson_qap import COSET_GENERATOR
 from ..ref.ntt import bit_reverse_permutation, powers
 from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, mont_limbs, two_level
 
@@ -47,7 +49,6 @@ THREADS = 256  # pointwise kernels
 # folded, 272.98 with the pass: the passes are compute-bound, so the 24 GiB saved do not show.
 # On because porep32g was measured with it; tests/test_kernels_gpu.py checks both settings.
 FOLD_SCALE = True
-FR_MODULI = {DEFAULT_CURVE: R_MOD, "bn254": bn254_ref.R}  # Fr of each curve the kernels compile for
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,10 +56,17 @@ FR_MODULI = {DEFAULT_CURVE: R_MOD, "bn254": bn254_ref.R}  # Fr of each curve the
 
 
 def _kernel(name: str, curve: str):
+    """A kernel of ntt.cu compiled for ``curve`` (a cuzk_ray.curves name)."""
     return get_kernel(MODULE, name, DEFINES, curve)
 
 
-def _omega_table(d: Domain, curve: str = DEFAULT_CURVE):
+def _fr(curve: str) -> tuple[int, int]:
+    """(r, R mod r) of a curve's Fr: the modulus and the Montgomery factor (R = 2^256)."""
+    c = curve_named(curve)
+    return c.r, c.fr_r
+
+
+def _omega_table(d: Domain):
     """Twiddles level by level, tw[k - 1 + r] = w_(2k)^r for k = 1, 2, .., n/2 and r < k
     (n - 1 entries, Montgomery form), on the current device (cached per domain).
     The top level (w_n^r) comes from a two-level table, the lower ones by a gather from it."""
@@ -67,23 +75,24 @@ def _omega_table(d: Domain, curve: str = DEFAULT_CURVE):
         cp = require_cupy()
         log_n = d.log_n
         half = 1 << (log_n - 1)
-        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1], FR_MODULI[curve])
+        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1], d.r)
         tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
-        _kernel("powers_table", curve)(
+        _kernel("powers_table", d.curve)(
             ((half + THREADS - 1) // THREADS,), (THREADS,),
             (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
         )
         if half > 1:
-            _kernel("twiddle_levels", curve)(((half + THREADS - 1) // THREADS,), (THREADS,), (tab, np.int32(log_n)))
+            _kernel("twiddle_levels", d.curve)(((half + THREADS - 1) // THREADS,), (THREADS,),
+                                               (tab, np.int32(log_n)))
         return tab
 
-    return NTT_TABLES.get(("omega", d, curve), build)
+    return NTT_TABLES.get(("omega", d), build)
 
 
 def _scale_table(g: int, log_n: int, factors: tuple, curve: str = DEFAULT_CURVE):
     def build():
         cp = require_cupy()
-        hi, lo, lo_bits = two_level(g, log_n, factors, FR_MODULI[curve])
+        hi, lo, lo_bits = two_level(g, log_n, factors, _fr(curve)[0])
         return cp.asarray(hi), cp.asarray(lo), lo_bits
 
     return NTT_TABLES.get(("scale", g, log_n, factors, curve), build)
@@ -97,7 +106,7 @@ def fold_tables(g: int, log_n: int, k: int, factors: tuple,
     m < 2^(log_n - k) (cuda.device.two_level). fold_factor mirrors the kernel's use of them."""
     if not 1 <= k <= log_n:
         raise ValueError(f"fold_tables: need 1 <= k <= log_n, got k={k}, log_n={log_n}")
-    m = modulus
+    m = modulus  # r of the curve (BLS12-381's unless given)
     rows = powers(pow(g, 1 << (log_n - k), m), 1 << k, modulus=m)[bit_reverse_permutation(1 << k)]
     st = np.concatenate([mont_limbs(rows * (f % m) % m, m) for f in factors])
     shi, slo, slo_bits = two_level(g, log_n - k, [1], m)
@@ -125,7 +134,7 @@ def _fold_table(g: int, log_n: int, k: int, factors: tuple, curve: str = DEFAULT
 
     def build():
         cp = require_cupy()
-        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors, FR_MODULI[curve])
+        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors, _fr(curve)[0])
         return cp.asarray(st), cp.asarray(shi), cp.asarray(slo), slo_bits, (1 << k) if len(factors) > 1 else 0
 
     return NTT_TABLES.get(("fold", g, log_n, k, factors, curve), build)
@@ -190,11 +199,12 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False,
-                scale: tuple | None = None, curve: str = DEFAULT_CURVE) -> None:
+                scale: tuple | None = None, overwrite_src: bool = False, curve: str = DEFAULT_CURVE) -> None:
     """All passes of one transform of every vector of src, result in dst (src == dst: in place).
 
     With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
-    and a temporary buffer is used between passes when there is more than one.
+    and a temporary buffer is used between passes when there is more than one, unless
+    overwrite_src says src is scratch: then the passes before the last run in place on src.
     scale = (g, factors), DIF only: coefficient i of vector y comes out multiplied by
     g^i * factors[y or 0], applied by the last pass as it stores (ntt.cu flags & 8).
     """
@@ -209,7 +219,7 @@ def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: 
         last = i == len(plan) - 1
         if last:
             target = dst
-        elif cur is not src or src is dst:
+        elif cur is not src or src is dst or overwrite_src:
             target = cur
         else:
             target = require_cupy().empty_like(src) if bitrev_out else dst
@@ -237,21 +247,7 @@ def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool, curve: st
 # Public API
 
 
-def _curve_domain(domain, n: int, curve: str):
-    """The domain of an NTT over ``curve``'s Fr: resolve() for BLS12-381; for BN254 a
-    ref.bn254.Domain of size n (None: snarkjs's roots)."""
-    if curve == DEFAULT_CURVE:
-        return resolve(domain, n, "ntt")
-    if curve not in FR_MODULI:
-        raise ValueError(f"ntt: unknown curve {curve!r}; known: {sorted(FR_MODULI)}")
-    d = bn254_ref.Domain.of(n) if domain is None else domain
-    if not isinstance(d, bn254_ref.Domain) or d.n != n:
-        raise ValueError(f"ntt: curve {curve} needs a ref.bn254.Domain of size {n}, got {d!r}")
-    return d
-
-
-def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None,
-               curve: str = DEFAULT_CURVE):
+def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None):
     """NTT of each row of a cupy ``uint64[batch, n, 4]`` (standard form); returns a new cupy array.
 
     Natural order in and out. Forward: evaluations at shift * w^j (shift None = 1). Inverse: the
@@ -259,33 +255,41 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     The input is not modified. Cost: ceil(log2 n / 8) shared-memory passes (the first reads x,
     the last writes the result bit-reversed, i.e. in natural order) + one scaling pass for a
     forward coset NTT (an inverse one scales in its last pass, FOLD_SCALE; else also one pass).
-    curve: the Fr the kernels are compiled for (module docstring).
     """
     cp = require_cupy()
     log_n = log2_size(x.shape[1], "ntt")
-    d = _curve_domain(domain, x.shape[1], curve)
-    r = FR_MODULI[curve]
-    shift = None if shift is None else int(shift) % r
+    d = resolve(domain, x.shape[1], "ntt")
+    shift = None if shift is None else int(shift) % d.r
     if shift == 0:
         raise ValueError("ntt: shift must be a non-zero Fr element")
     if log_n == 0:
         return x.copy()  # a 1-point transform is the identity for any shift
-    tw = _omega_table(d, curve)
+    tw = _omega_table(d)
     out = cp.empty_like(x)
     if not inverse:
         src = x
         if shift not in (None, 1):
             src = cp.empty_like(x)
-            _scale(x, src, log_n, shift, (1,), bitrev=False, curve=curve)
-        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True, curve=curve)
+            _scale(x, src, log_n, shift, (1,), bitrev=False, curve=d.curve)
+        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True, curve=d.curve)
         return out
-    g = 1 if shift is None else pow(shift, -1, r)
-    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)), curve=curve)
-    else:
-        _run_passes(x, out, log_n, tw, inverse=True, dit=False, bitrev_out=True, curve=curve)
-        _scale(out, out, log_n, g, (d.n_inv,), bitrev=False, curve=curve)
+    _inverse_into(x, out, d, 1 if shift is None else shift)
     return out
+
+
+def _inverse_into(src, dst, d: Domain, shift: int, overwrite_src: bool = False) -> None:
+    """dst = the coefficients (natural order) of the polynomials with values src on shift * w^j;
+    src and dst cupy ``uint64[batch, n, 4]``, n > 1, distinct. overwrite_src: src is scratch
+    (no temporary buffer between the passes)."""
+    log_n, tw = d.log_n, _omega_table(d)
+    g = pow(shift, -1, d.r)
+    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)),
+                    overwrite_src=overwrite_src, curve=d.curve)
+    else:
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, overwrite_src=overwrite_src,
+                    curve=d.curve)
+        _scale(dst, dst, log_n, g, (d.n_inv,), bitrev=False, curve=d.curve)
 
 
 def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
@@ -303,46 +307,108 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     No permutation pass is needed: DIF leaves bit-reversed order and DIT consumes it.
     """
     cp = require_cupy()
-    if abc.ndim != 3 or abc.shape[0] != 3:
-        raise ValueError(f"compute_h_device: expected shape [3, n, 4], got {tuple(abc.shape)}")
-    n = abc.shape[1]
-    log_n = log2_size(n, "compute_h")
-    d = resolve(domain, n, "compute_h")
-    if log_n == 0:
-        return _h_n1(abc, c_over_r)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
-    tw = _omega_table(d)
-    n_inv = d.n_inv
-    c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
-    factors = (n_inv, n_inv * FR_R % R_MOD, c_factor)
-    if FOLD_SCALE:  # step 2 in the store loop of step 1's last pass
-        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(d.omega_2n, factors))
-    else:
-        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
-        _scale(abc, abc, log_n, d.omega_2n, factors, bitrev=True)
-    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
-    h = cp.empty((n, FR_LIMBS), dtype=cp.uint64)
-    get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (h, abc, np.uint64(n)))
+    d = resolve(domain, _abc_size(abc, "compute_h_device"), "compute_h")
+    if d.log_n == 0:
+        return _h_n1(abc, c_over_r, d)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
+    _to_coset(abc, d, d.omega_2n, _h_factors(d, c_over_r, 1))
+    h = cp.empty((d.n, FR_LIMBS), dtype=cp.uint64)
+    _h_pointwise(h, abc, d.curve)
     return h
 
 
-def _h_n1(abc, c_over_r: bool):
+def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
+    """bellperson's H (ref.bellperson_qap.compute_h): its m - 1 coefficients as a cupy
+    ``uint64[m - 1, 4]`` (a view of an m-row buffer) from a cupy ``uint64[3, m, 4]`` holding
+    a, b, c (standard form); overwrites abc. ``domain``: of size m in the "native" convention
+    (None: that one). c_over_r as compute_h_device.
+
+    Steps (g = 7, Z(g) = g^m - 1; all in VRAM):
+      1-3. as compute_h_device with the coset g instead of w_2n, and 1 / Z(g) folded into a's and
+           c's scaling                            -> a, b / Z(g), c / Z(g) at g w^j
+      4. q_j = a_j b_j - c_j, into abc[2]         -> (A B - C) / Z at g w^j (Z is g^m there)
+      5. inverse coset NTT of q by DIF passes, in place on abc[2] but for the last, which writes
+         the new buffer in natural order and scales coefficient i by g^-i / m as it stores
+      6. the first m - 1 coefficients              (the last is 0 for a satisfying witness)
+    Cost: compute_h_device's, plus one inverse transform of one vector (ceil(log2 m / 8) passes).
+    """
+    cp = require_cupy()
+    n = _abc_size(abc, "compute_h_bellperson_device")
+    d = resolve("native" if domain is None else domain, n, "compute_h_bellperson")
+    if d.convention != "native":
+        raise ValueError(f"compute_h_bellperson: the domain's roots are {d.convention!r}, need 'native' (7)")
+    if d.log_n == 0:
+        return cp.empty((0, FR_LIMBS), dtype=cp.uint64)  # m = 1: H has no coefficient
+    g = COSET_GENERATOR
+    _to_coset(abc, d, g, _h_factors(d, c_over_r, pow(pow(g, n, d.r) - 1, -1, d.r)))
+    _h_pointwise(abc[2], abc, d.curve)  # element i reads c_i before it writes q_i: in place is safe
+    h = cp.empty((1, n, FR_LIMBS), dtype=cp.uint64)
+    _inverse_into(abc[2:], h, d, g, overwrite_src=True)
+    return h[0, : n - 1]
+
+
+# The device H of each QAP convention (a key's ``qap``), by name.
+H_DEVICE = {"snarkjs": compute_h_device, "bellperson": compute_h_bellperson_device}
+
+
+def h_device_function(qap: str):
+    """compute_h_device or compute_h_bellperson_device for a key's ``qap``; ValueError for others."""
+    fn = H_DEVICE.get(qap)
+    if fn is None:
+        raise ValueError(f"H: qap={qap!r} is not one of {', '.join(H_DEVICE)}")
+    return fn
+
+
+def _abc_size(abc, what: str) -> int:
+    """n of a cupy ``uint64[3, n, 4]`` (a power of two: checked)."""
+    if abc.ndim != 3 or abc.shape[0] != 3:
+        raise ValueError(f"{what}: expected shape [3, n, 4], got {tuple(abc.shape)}")
+    log2_size(abc.shape[1], what)
+    return abc.shape[1]
+
+
+def _h_factors(d: Domain, c_over_r: bool, z_inv: int) -> tuple:
+    """The scaling of a, b, c's coefficients before the coset NTT: 1/n each, R on b (h_pointwise's
+    Montgomery product), R on c when it holds c / R, and z_inv on a and c (bellperson's 1/Z(g))."""
+    n_inv, (r, mont) = d.n_inv, _fr(d.curve)
+    c_factor = n_inv * mont % r if c_over_r else n_inv
+    return (n_inv * z_inv % r, n_inv * mont % r, c_factor * z_inv % r)
+
+
+def _to_coset(abc, d: Domain, shift: int, factors: tuple) -> None:
+    """abc (values on w^j) -> values on shift * w^j of its polynomials, each vector also scaled by
+    n * its factor, in place: iNTT by DIF passes, coefficient i *= shift^i * factor (the last
+    pass's store, FOLD_SCALE; else a scaling pass), NTT by DIT passes."""
+    log_n, tw, curve = d.log_n, _omega_table(d), d.curve
+    if FOLD_SCALE:
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(shift, factors), curve=curve)
+    else:
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, curve=curve)
+        _scale(abc, abc, log_n, shift, factors, bitrev=True, curve=curve)
+    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True, curve=curve)
+
+
+def _h_pointwise(out, abc, curve: str = DEFAULT_CURVE) -> None:
+    """out_j = a_j (b_j R) - c_j (kernels/ntt.cu h_pointwise); out may be abc[2]."""
+    n = abc.shape[1]
+    _kernel("h_pointwise", curve)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, abc, np.uint64(n)))
+
+
+def _h_n1(abc, c_over_r: bool, d: Domain):
     cp = require_cupy()
     a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
     if c_over_r:  # abc[2] holds c / R
-        c = c * FR_R
-    return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
+        c = c * _fr(d.curve)[1]
+    return cp.asarray(fr_to_limbs([(a * b - c) % d.r]))
 
 
-def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None,
-        curve: str = DEFAULT_CURVE) -> np.ndarray:
+def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None) -> np.ndarray:
     """NTT on the GPU of standard-form Fr limbs ``uint64[n, 4]`` or ``uint64[batch, n, 4]`` (or an
     FrVector). Returns a new numpy array of the same shape (standard form); x is not written. See
-    the module docstring for the exact meaning of inverse, shift and curve (BN254 inputs are
-    range-checked against BLS12-381's larger r only).
+    the module docstring for the exact meaning of inverse and shift.
     """
     cp = require_cupy()
     xd = check_fr(x, "ntt").limbs if isinstance(x, FrVector) else check_fr_array(x, "ntt", ndims=(2, 3))
-    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain, curve)
+    out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain)
     return cp.asnumpy(out).reshape(x.shape)
 
 
@@ -354,8 +420,20 @@ def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     upload and download stays in VRAM.
     """
     cp = require_cupy()
-    vecs = [check_fr(v, name).limbs for v, name in ((a, "compute_h a"), (b, "compute_h b"), (c, "compute_h c"))]
+    return cp.asnumpy(compute_h_device(_stack_abc(a, b, c, "compute_h"), domain))
+
+
+def compute_h_bellperson(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
+    """ref.bellperson_qap.compute_h on the GPU: a, b, c as for compute_h, of length m; returns
+    H's m - 1 coefficients, numpy ``uint64[m - 1, 4]``. ``domain``: native, of size m (None: that)."""
+    cp = require_cupy()
+    return cp.asnumpy(compute_h_bellperson_device(_stack_abc(a, b, c, "compute_h_bellperson"), domain))
+
+
+def _stack_abc(a, b, c, what: str):
+    """a, b, c (checked unless FrVectors) copied into one new cupy ``uint64[3, n, 4]``."""
+    cp = require_cupy()
+    vecs = [check_fr(v, f"{what} {name}").limbs for v, name in ((a, "a"), (b, "b"), (c, "c"))]
     if not (vecs[0].shape == vecs[1].shape == vecs[2].shape):
-        raise ValueError(f"compute_h: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
-    abc = cp.stack(vecs)
-    return cp.asnumpy(compute_h_device(abc, domain))
+        raise ValueError(f"{what}: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
+    return cp.stack(vecs)

@@ -10,8 +10,9 @@ a row each. PoRep-like circuits thus need 8 bytes per non-zero instead of 40.
 
 ``evaluate_abc(dcs, w)`` writes a, b, c straight into the ``uint64[3, n, 4]`` buffer that
 ``cuda.ntt.compute_h_device`` consumes: rows m..n-1 zero except a[m + s] = w_s (s = 0..n_public),
-the QAP's public-input rows (ref.qap.extend_to_domain). ``h_from_witness`` chains the two, so only
-the witness crosses the bus. The witness is an FrVector (trusted) or a raw array (checked once,
+the QAP's public-input rows (ref.qap.extend_to_domain); with ``qap="bellperson"`` the domain is
+bellperson's (ref.bellperson_qap) and nothing is appended. ``h_from_witness`` chains the two, so
+only the witness crosses the bus. The witness is an FrVector (trusted) or a raw array (checked once,
 device.check_fr).
 
 The layout is built with numpy or cupy alike (``xp``): the CPU tests check it without a GPU.
@@ -25,9 +26,10 @@ from ..domain import Domain, domain_size
 from ..field import FR_LIMBS, FrVector
 from ..kernels.loader import get_kernel, require_cupy
 from ..r1cs import CODE_ONE, CodedCsr, ConstraintSystem, Matrix, coefficient_codes
+from ..ref.bellperson_qap import bellperson_domain
 from .device import check_fr, check_fr_array
 from .device import launch as launch_kernel
-from .ntt import compute_h_device
+from .ntt import h_device_function
 
 MODULE = "spmv.cu"
 THREADS = 256
@@ -190,19 +192,23 @@ def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
     return w
 
 
-def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None, c_over_r: bool = False):
+def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None, c_over_r: bool = False,
+                 qap: str = "snarkjs"):
     """a | b | c on the domain as a new cupy ``uint64[3, n, 4]`` (standard form, the layout of
-    ntt.compute_h_device), with the public-input rows a[m + s] = w_s; c = a * b without C on the
-    device (C_FROM_AB).
+    ntt.compute_h_device), c = a * b without C on the device (C_FROM_AB). ``qap`` "snarkjs":
+    the domain of domain_size(m, p) with the public-input rows a[m + s] = w_s; "bellperson": the
+    domain of bellperson_domain(m) (m rounded up to a power of two), nothing appended (a recorded
+    Filecoin circuit holds its input rows itself).
     c_over_r: c / R instead (one Montgomery product, not two), for compute_h_device(c_over_r=True);
     only without C on the device (C.w gives c itself: ValueError)."""
     if c_over_r and dcs.C is not None:
         raise ValueError("evaluate_abc: c_over_r needs c = a * b, but C is on the device (c_from_ab=False)")
+    h_device_function(qap)  # an unknown convention is named before any work
     cp = require_cupy()
     w = device_witness(dcs, witness).limbs
-    n = dcs.domain
+    n = dcs.domain if qap == "snarkjs" else bellperson_domain(dcs.m).n
     abc = cp.empty((3, n, FR_LIMBS), dtype=cp.uint64)
-    dcs.A.matvec_into(abc[0], w, copy_rows=dcs.n_public + 1, fast=fast)
+    dcs.A.matvec_into(abc[0], w, copy_rows=dcs.n_public + 1 if qap == "snarkjs" else 0, fast=fast)
     dcs.B.matvec_into(abc[1], w, fast=fast)
     if dcs.C is not None:
         dcs.C.matvec_into(abc[2], w, fast=fast)
@@ -211,9 +217,11 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None,
     return abc
 
 
-def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None):
-    """h (cupy ``uint64[n, 4]``, standard form, every value < r by construction) from the
-    witness: spmv, then ntt.compute_h_device (c as c / R when C is not on the device: one
-    product fewer per row, the R folded into c's scaling)."""
+def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None, qap: str = "snarkjs"):
+    """h (cupy, standard form, every value < r by construction) from the witness: spmv, then the
+    H of the key's convention ``qap`` (ntt.compute_h_device: ``uint64[n, 4]``; "bellperson":
+    ntt.compute_h_bellperson_device, ``uint64[m - 1, 4]``); c as c / R when C is not on the device
+    (one product fewer per row, the R folded into c's scaling)."""
     c_over_r = dcs.C is None
-    return compute_h_device(evaluate_abc(dcs, witness, c_over_r=c_over_r), domain, c_over_r=c_over_r)
+    abc = evaluate_abc(dcs, witness, c_over_r=c_over_r, qap=qap)
+    return h_device_function(qap)(abc, domain, c_over_r=c_over_r)

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from contextlib import nullcontext
 
-from ..backends import make_backend
+from ..backends import check_backend_curve, make_backend
 from ..circuits import synthesize
 from ..field import checked_fr, limbs_to_ints
 from ..groth16.keys import ProvingKey
@@ -50,6 +50,7 @@ class ProverWorker:
         """Make the key resident (once); the seconds each step took (what a key's start costs)."""
         if key_id in self.keys:
             return self.key_seconds[key_id]
+        check_backend_curve(self.backend.name, pk.curve.name)  # before anything is made resident
         seconds: dict[str, float] = {}
         try:
             for what, step, arg in (("key", self.backend.load_key, pk), ("matrices", self.backend.load_cs, cs),
@@ -84,7 +85,7 @@ class ProverWorker:
             raise KeyError(f"key {key_id} is not resident in this prover") from None
         self.keys.move_to_end(key_id)
         if r is None or s is None:
-            r, s = random_blinding()
+            r, s = random_blinding(pk.curve.r)
         times = StageTimes()
         with self.backend.account() as gpu:
             # once; every device stage reads it there (no device: the witness as it is, untimed)

@@ -100,11 +100,11 @@ class BundleWriter:
         self.entries[name] = {"file": f"{name}.npy", "dtype": str(out.dtype), "shape": list(out.shape),
                               "sha256": out.sha256}
 
-    def commit(self, manifest: dict) -> Path:
+    def commit(self, manifest: dict, form: str = FORMAT, version: int = VERSION) -> Path:
         """Write manifest.json (``manifest`` plus format, version and the arrays) and rename the
         bundle into place. When another process wrote the same bundle first (and not overwrite),
-        its copy is kept."""
-        full = dict(manifest, format=FORMAT, version=VERSION, arrays=self.entries)
+        its copy is kept. ``form``/``version``: another directory of arrays (a circuit recording)."""
+        full = dict(manifest, format=form, version=version, arrays=self.entries)
         (self.tmp / "manifest.json").write_text(json.dumps(full, indent=1, sort_keys=True))
         if self.overwrite and self.path.exists():
             shutil.rmtree(self.path)
@@ -205,18 +205,19 @@ def release_mapped_pages(arr) -> bool:
     return libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(length), mmap.MADV_DONTNEED) == 0
 
 
-def read_manifest(path) -> dict:
+def read_manifest(path, form: str = FORMAT, versions: tuple[int, ...] = READABLE_VERSIONS) -> dict:
+    """The manifest.json of a bundle directory, checked to be of format ``form``, one of ``versions``."""
     path = Path(path)
     mf = path / "manifest.json"
     try:
         manifest = json.loads(mf.read_text())
     except FileNotFoundError:
-        raise KeyBundleError(f"{mf}: missing (not a cuzk-ray key bundle)") from None
+        raise KeyBundleError(f"{mf}: missing (not a {form} directory)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise KeyBundleError(f"{mf}: not valid JSON ({e})") from None
-    if manifest.get("format") != FORMAT or manifest.get("version") not in READABLE_VERSIONS:
+    if manifest.get("format") != form or manifest.get("version") not in versions:
         raise KeyBundleError(f"{mf}: format {manifest.get('format')!r} version {manifest.get('version')!r}, "
-                             f"expected {FORMAT!r} version {' or '.join(map(str, READABLE_VERSIONS))}")
+                             f"expected {form!r} version {' or '.join(map(str, versions))}")
     return manifest
 
 
@@ -225,11 +226,29 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
     manifest; SHA-256 too when verify_hashes (reads every byte once)."""
     path = Path(path)
     manifest = read_manifest(path)
+    arrays = load_arrays(path, manifest, verify_hashes, mmap)
+    missing = [n for n in _VK + _PK if n not in arrays]
+    if missing:
+        raise KeyBundleError(f"{path / 'manifest.json'}: arrays missing: {', '.join(missing)}")
+    meta = dict(manifest.get("meta", {}), bundle_path=str(path.resolve()))  # where it is mapped from
+    pk = ProvingKey.from_arrays(arrays, meta)
+    try:
+        pk.validate()
+    except ValueError as e:
+        raise KeyBundleError(f"{path}: {e}") from None
+    return pk, _matrices(manifest.get("circuit"), arrays)
+
+
+def load_arrays(path, manifest: dict, verify_hashes: bool = True, mmap: bool = True) -> dict[str, np.ndarray]:
+    """The arrays a manifest lists, from directory ``path`` (memory-mapped by default), each checked
+    against the manifest's shape and dtype, and its SHA-256 when verify_hashes (KeyBundleError
+    naming the file otherwise)."""
+    path = Path(path)
     arrays = {}
     for e in manifest["arrays"].values():
         f = path / e["file"]
         if not f.is_file():
-            raise KeyBundleError(f"{f}: missing from the key bundle")
+            raise KeyBundleError(f"{f}: missing from the bundle")
     if verify_hashes:
         files = [path / e["file"] for e in manifest["arrays"].values()]
         for f, e, digest in zip(files, manifest["arrays"].values(), _hash_files(files)):
@@ -245,16 +264,7 @@ def load_bundle(path, verify_hashes: bool = True, mmap: bool = True) -> tuple[Pr
             raise KeyBundleError(f"{f}: shape {list(arr.shape)} dtype {arr.dtype}, "
                                  f"manifest says {e['shape']} {e['dtype']}")
         arrays[name] = arr
-    missing = [n for n in _VK + _PK if n not in arrays]
-    if missing:
-        raise KeyBundleError(f"{path / 'manifest.json'}: arrays missing: {', '.join(missing)}")
-    meta = dict(manifest.get("meta", {}), bundle_path=str(path.resolve()))  # where it is mapped from
-    pk = ProvingKey.from_arrays(arrays, meta)
-    try:
-        pk.validate()
-    except ValueError as e:
-        raise KeyBundleError(f"{path}: {e}") from None
-    return pk, _matrices(manifest.get("circuit"), arrays)
+    return arrays
 
 
 def _matrices(c: dict | None, arrays: dict) -> ConstraintSystem | None:

@@ -1,11 +1,15 @@
-"""Readers for circom/snarkjs files: ``.wtns``, ``.r1cs`` and Groth16 ``.zkey`` (BLS12-381 only).
+"""Readers for circom/snarkjs files: ``.wtns``, ``.r1cs`` and Groth16 ``.zkey`` over BLS12-381 or BN254.
 
 Layouts are in DESIGN.md section 4. Every count and length is checked against the file size and
 against the other fields before anything is allocated; problems raise ``FormatError`` (a
 ValueError) whose one-line message names the file and the field, what was expected and found.
 
-Outputs use the project's layouts (cuzk_ray.field / cuzk_ray.curve), all in standard form:
-witnesses ``uint64[n, 4]``, G1 ``uint64[n, 2, 6]``, G2 ``uint64[n, 2, 2, 6]``, infinity all zero.
+The curve is the one whose prime the header carries (cuzk_ray.curves.curve_of_prime); the
+zkey's key records it in ``meta["curve"]``, the r1cs's system in its ``modulus``; a caller that
+knows the curve already (a witness for a key) passes ``curve`` and another curve is refused,
+naming both. Outputs use the project's layouts (cuzk_ray.field / cuzk_ray.curve), all in
+standard form: witnesses ``uint64[n, 4]``, G1 ``uint64[n, 2, k]``, G2 ``uint64[n, 2, 2, k]``
+(k = 6 Fp limbs for BLS12-381, 4 for BN254), infinity all zero.
 The zkey's key is stored by density (groth16.keys): the points at infinity of sections 5 (A),
 6 (B1) and 7 (B2) are skipped and their wires left out of ``a_wires`` / ``b_wires``.
 """
@@ -20,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..curve import first_invalid_point
+from ..curve_groups import groups_for
+from ..curves import Curve, curve_of_prime
 from ..domain import domain_size
-from ..field import FP_LIMBS, FR_LIMBS, Q_MOD, R_MOD, FrVector, limbs_below, limbs_to_ints
+from ..field import FR_LIMBS, FrVector, limbs_below, limbs_to_ints
 from ..groth16.keys import WIRE_INDEX_DTYPE, ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .binfile import BinFile, FormatError, describe_prime
@@ -31,31 +36,44 @@ from .montgomery import redc_limbs
 __all__ = ["CircuitSizes", "FormatError", "ZkeySizes", "read_wtns", "read_r1cs", "read_zkey", "read_zkey_sizes",
            "check_zkey_against_r1cs"]
 
-N8R, N8Q = 8 * FR_LIMBS, 8 * FP_LIMBS
-G1_RAW, G2_RAW = 2 * N8Q, 4 * N8Q
+N8R = 8 * FR_LIMBS  # both curves' scalars are 4 limbs
 ZKEY_PROTOCOLS = {1: "groth16", 2: "plonk", 10: "fflonk"}
 
 
-def _check_prime(f: BinFile, field: str, n8: int, prime: int, want: int, n8_want: int) -> None:
-    if prime != want:
-        f.fail(field, f"{describe_prime(want)} (only BLS12-381 is supported)", describe_prime(prime))
-    if n8 != n8_want:
-        f.fail(f"{field} size n8", n8_want, n8)
+def g1_raw(curve: Curve) -> int:
+    """Bytes of one G1 point in a zkey (x, y)."""
+    return 2 * curve.fp_bytes
 
 
-def _prime_field(f: BinFile, pos: int, end: int, what: str, want: int, n8_want: int) -> int:
-    """Read ``u32 n8`` then an n8-byte prime at pos; check it is ``want``; return the next offset."""
+def g2_raw(curve: Curve) -> int:
+    return 4 * curve.fp_bytes
+
+
+def _prime_field(f: BinFile, pos: int, end: int, what: str, which: str,
+                 want: Curve | None = None, want_source: str = "") -> tuple[int, Curve]:
+    """Read ``u32 n8`` then an n8-byte prime at pos: the ``which`` ("p" or "r") prime of a supported
+    curve, and of ``want`` when given (another curve is refused naming both, ``want_source`` says
+    where ``want`` comes from); returns (next offset, curve)."""
     n8 = f.u32(pos, f"{what} size n8", end)
     if n8 == 0 or n8 > 64:
-        f.fail(f"{what} size n8", f"{n8_want}", n8)
-    _check_prime(f, what, n8, f.uint(pos + 4, n8, what, end), want, n8_want)
-    return pos + 4 + n8
+        f.fail(f"{what} size n8", "32 or 48", n8)
+    prime = f.uint(pos + 4, n8, what, end)
+    curve = curve_of_prime(prime)
+    if want is not None and getattr(want, which) != prime:
+        f.fail(what, f"{describe_prime(getattr(want, which))} (the curve of {want_source})",
+               f"{describe_prime(prime)} (a file of another curve)")
+    if curve is None or getattr(curve, which) != prime:
+        f.fail(what, f"the {which} of a supported curve (BLS12-381 or BN254)", describe_prime(prime))
+    n8_want = curve.fp_bytes if which == "p" else curve.fr_bytes
+    if n8 != n8_want:
+        f.fail(f"{what} size n8", n8_want, n8)
+    return pos + 4 + n8, curve
 
 
-def _fr_limbs(f: BinFile, offset: int, count: int, field: str, end: int) -> np.ndarray:
+def _fr_limbs(f: BinFile, offset: int, count: int, field: str, end: int, r: int) -> np.ndarray:
     """``count`` standard-form Fr values at offset, checked reduced; a writable copy."""
     vals = f.array(offset, "<u8", count * FR_LIMBS, field, end).reshape(count, FR_LIMBS)
-    _check_reduced(f, vals, R_MOD, field)
+    _check_reduced(f, vals, r, field)
     return vals.copy()
 
 
@@ -70,14 +88,15 @@ def _check_reduced(f: BinFile, limbs: np.ndarray, modulus: int, field: str) -> N
 # .wtns
 
 
-def read_wtns(path, n_wires: int | None = None) -> FrVector:
+def read_wtns(path, n_wires: int | None = None, curve: Curve | None = None, curve_source: str = "the key") -> FrVector:
     """Witness values as an FrVector of ``uint64[n, 4]`` (standard form, every value checked < r
     here, once: the prover and the kernels take it as it is). If ``n_wires`` is given, the witness
-    must have exactly that many values (a witness of another circuit is rejected here)."""
+    must have exactly that many values (a witness of another circuit is rejected here); if
+    ``curve`` is, its prime must be that curve's r (``curve_source`` names the key it is for)."""
     with BinFile(path, b"wtns", (2,)) as f:
         hdr = f.section(1, "header")
         end = hdr.offset + hdr.length
-        pos = _prime_field(f, hdr.offset, end, "prime", R_MOD, N8R)
+        pos, cur = _prime_field(f, hdr.offset, end, "prime", "r", curve, curve_source)
         n = f.u32(pos, "nWitness", end)
         if pos + 4 != end:
             f.fail("section 1 (header) length", pos + 4 - hdr.offset, hdr.length)
@@ -85,7 +104,7 @@ def read_wtns(path, n_wires: int | None = None) -> FrVector:
             f.fail("nWitness", f"{n_wires} values (the wires of the circuit it is proved with)",
                    f"{n} (a witness of another circuit?)")
         sec = f.expect_length(2, "witness values", n * N8R, f"nWitness={n} values of {N8R} bytes")
-        w = _fr_limbs(f, sec.offset, n, "witness", sec.offset + sec.length)
+        w = _fr_limbs(f, sec.offset, n, "witness", sec.offset + sec.length, cur.r)
         if n == 0 or tuple(w[0]) != (1, 0, 0, 0):
             f.fail("witness[0]", "1 (the constant wire)", limbs_to_ints(w[:1])[0] if n else "no values")
         return FrVector(w)
@@ -114,7 +133,7 @@ def read_r1cs(path, expect: CircuitSizes | None = None) -> ConstraintSystem:
     with BinFile(path, b"r1cs", (1,)) as f:
         hdr = f.section(1, "header")
         end = hdr.offset + hdr.length
-        pos = _prime_field(f, hdr.offset, end, "prime", R_MOD, N8R)
+        pos, curve = _prime_field(f, hdr.offset, end, "prime", "r")
         n_wires, n_out, n_pub_in, n_prv_in = (f.u32(pos + 4 * i, name, end) for i, name in
                                               enumerate(("nWires", "nPubOut", "nPubIn", "nPrvIn")))
         f.u64(pos + 16, "nLabels", end)
@@ -134,11 +153,11 @@ def read_r1cs(path, expect: CircuitSizes | None = None) -> ConstraintSystem:
         if sec.length < 12 * n_constraints:
             f.fail("section 2 (constraints) length", f"at least {12 * n_constraints} bytes for "
                    f"nConstraints={n_constraints}", sec.length)
-        matrices = _read_constraints(f, sec, n_constraints, n_wires)
-        return ConstraintSystem(n_wires, n_out + n_pub_in, *matrices, name=f.name)
+        matrices = _read_constraints(f, sec, n_constraints, n_wires, curve.r)
+        return ConstraintSystem(n_wires, n_out + n_pub_in, *matrices, name=f.name, modulus=curve.r)
 
 
-def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
+def _read_constraints(f: BinFile, sec, m: int, n_wires: int, r: int) -> list[CsrMatrix]:
     """Walk the 3m linear combinations (A, B, C of each constraint), then gather terms with numpy."""
     end = sec.offset + sec.length
     term = 4 + N8R
@@ -171,7 +190,7 @@ def _read_constraints(f: BinFile, sec, m: int, n_wires: int) -> list[CsrMatrix]:
     if len(bad):
         j = lc[bad[0]]
         f.fail(f"constraint {j // 3} {'ABC'[j % 3]} wire", f"below nWires={n_wires}", int(wires[bad[0]]))
-    _check_reduced(f, coeffs, R_MOD, "constraint coefficients")
+    _check_reduced(f, coeffs, r, "constraint coefficients")
     out = []
     for which in range(3):
         sel = lc % 3 == which
@@ -199,19 +218,19 @@ def read_zkey(path, check_points: bool = True) -> tuple[ProvingKey, ConstraintSy
     (tests that read the fixtures many times; nothing that proves)."""
     with BinFile(path, b"zkey", (1,)) as f:
         hdr, secs = _groth16_sections(f)
-        n_vars, n_public, n = hdr["nVars"], hdr["nPublic"], hdr["domainSize"]
-        cs, n_constraints = _read_coefficients(f, n_vars, n_public, n)
+        n_vars, n_public, n, curve = hdr["nVars"], hdr["nPublic"], hdr["domainSize"], hdr["curve"]
+        cs, n_constraints = _read_coefficients(f, n_vars, n_public, n, curve.r)
         # A, B1, B2 by density: only the points other than infinity are converted and kept
-        a_wires = _present_wires(f, secs["A"], "A")
-        b_wires = _present_wires(f, secs["B1"], "B1")
-        b2_wires = _present_wires(f, secs["B2"], "B2")
+        a_wires = _present_wires(f, secs["A"], "A", curve)
+        b_wires = _present_wires(f, secs["B1"], "B1", curve)
+        b2_wires = _present_wires(f, secs["B2"], "B2", curve)
         if not np.array_equal(b_wires, b2_wires):
             diff = np.setxor1d(b_wires, b2_wires)
             f.fail("sections 6 (B1) and 7 (B2)", "the same wires at infinity (v_i(tau) = 0 in both groups)",
                    f"wire {int(diff[0])} at infinity in {'B2' if diff[0] in b_wires else 'B1'} only "
                    f"({len(diff)} wires differ; corrupt or not one setup)")
         kept = {"A": a_wires, "B1": b_wires, "B2": b_wires}
-        pts = {what: _points(f, sec, what, kept.get(what)) for what, sec in secs.items()}
+        pts = {what: _points(f, sec, what, curve, kept.get(what)) for what, sec in secs.items()}
         t0 = time.perf_counter()
         if check_points:
             _check_points(f, hdr, pts, kept)
@@ -219,7 +238,7 @@ def read_zkey(path, check_points: bool = True) -> tuple[ProvingKey, ConstraintSy
         vk = VerifyingKey(alpha_g1=hdr["alpha1"], beta_g2=hdr["beta2"], gamma_g2=hdr["gamma2"],
                           delta_g2=hdr["delta2"], ic=pts["IC"])
         meta = {"source": os.path.abspath(f.path), "format": "snarkjs-zkey", "protocol": "groth16",
-                "curve": "bls12381", "n_constraints": n_constraints, "n_vars": n_vars,
+                "curve": curve.name, "n_constraints": n_constraints, "n_vars": n_vars,
                 "n_public": n_public, "domain_size": n,
                 "points_checked": POINTS_CHECKED if check_points else "no",
                 "points_check_seconds": round(checked, 3)}
@@ -260,9 +279,10 @@ def _groth16_sections(f: BinFile) -> tuple[dict, dict]:
     hdr = _read_zkey_header(f)
     n_vars, n_public, n = hdr["nVars"], hdr["nPublic"], hdr["domainSize"]
     n_private = n_vars - n_public - 1
+    g1, g2 = g1_raw(hdr["curve"]), g2_raw(hdr["curve"])
     secs = {}
-    for what, count, size in (("IC", n_public + 1, G1_RAW), ("A", n_vars, G1_RAW), ("B1", n_vars, G1_RAW),
-                              ("B2", n_vars, G2_RAW), ("C", n_private, G1_RAW), ("H", n, G1_RAW)):
+    for what, count, size in (("IC", n_public + 1, g1), ("A", n_vars, g1), ("B1", n_vars, g1),
+                              ("B2", n_vars, g2), ("C", n_private, g1), ("H", n, g1)):
         secs[what] = f.expect_length(SECTION_IDS[what], what, count * size, f"{count} points of {size} bytes")
     return hdr, secs
 
@@ -283,14 +303,14 @@ def _check_points(f: BinFile, hdr: dict, pts: dict, kept: dict) -> None:
     at 2^10, ~26 s at 2^16, ~7 min at 2^20 (A, B1, C, H of ~2^20 G1 points each and B2 in G2).
     Paid once per zkey: the conversion is cached (formats.zkey_cache), later runs load it."""
     for name in HEADER_POINTS:
-        _refuse_invalid(f, hdr[name], f"section 2 (groth16 header) {name}")
+        _refuse_invalid(f, hdr["curve"], hdr[name], f"section 2 (groth16 header) {name}")
     for what, arr in pts.items():
         keep = kept.get(what)
-        _refuse_invalid(f, arr, f"section {SECTION_IDS[what]} ({what}) point", keep)
+        _refuse_invalid(f, hdr["curve"], arr, f"section {SECTION_IDS[what]} ({what}) point", keep)
 
 
-def _refuse_invalid(f: BinFile, arr: np.ndarray, field: str, keep: np.ndarray | None = None) -> None:
-    bad = first_invalid_point(arr)
+def _refuse_invalid(f: BinFile, curve: Curve, arr: np.ndarray, field: str, keep: np.ndarray | None = None) -> None:
+    bad = groups_for(curve).first_invalid_point(arr)
     if bad is None:
         return
     index, reason = bad
@@ -304,22 +324,23 @@ def _refuse_invalid(f: BinFile, arr: np.ndarray, field: str, keep: np.ndarray | 
 def _read_zkey_header(f: BinFile) -> dict:
     sec = f.section(2, "groth16 header")
     end = sec.offset + sec.length
-    pos = _prime_field(f, sec.offset, end, "q (base field prime)", Q_MOD, N8Q)
-    pos = _prime_field(f, pos, end, "r (scalar field prime)", R_MOD, N8R)
+    pos, curve = _prime_field(f, sec.offset, end, "q (base field prime)", "p")
+    pos, _ = _prime_field(f, pos, end, "r (scalar field prime)", "r", curve, "its q (base field prime)")
+    g1, g2 = g1_raw(curve), g2_raw(curve)
     n_vars, n_public, n = (f.u32(pos + 4 * i, name, end) for i, name in
                            enumerate(("nVars", "nPublic", "domainSize")))
     pos += 12
-    expected = pos - sec.offset + 3 * G1_RAW + 3 * G2_RAW
+    expected = pos - sec.offset + 3 * g1 + 3 * g2
     if sec.length != expected:
         f.fail("section 2 (groth16 header) length", expected, sec.length)
     if n_public + 1 > n_vars:
         f.fail("nPublic", f"below nVars={n_vars}", n_public)
     if n < 2 or n & (n - 1) or n < n_public + 1:
         f.fail("domainSize", f"a power of two above nPublic={n_public}", n)
-    hdr = {"nVars": n_vars, "nPublic": n_public, "domainSize": n}
-    for name, size in (("alpha1", G1_RAW), ("beta1", G1_RAW), ("beta2", G2_RAW), ("gamma2", G2_RAW),
-                       ("delta1", G1_RAW), ("delta2", G2_RAW)):
-        hdr[name] = _points_at(f, pos, 1, size, name)
+    hdr = {"nVars": n_vars, "nPublic": n_public, "domainSize": n, "curve": curve}
+    for name, size in (("alpha1", g1), ("beta1", g1), ("beta2", g2), ("gamma2", g2),
+                       ("delta1", g1), ("delta2", g2)):
+        hdr[name] = _points_at(f, pos, 1, size, name, curve)
         pos += size
     return hdr
 
@@ -337,7 +358,7 @@ def _coefficient_count(f: BinFile):
     return sec, count
 
 
-def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[ConstraintSystem, int]:
+def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int, r: int) -> tuple[ConstraintSystem, int]:
     """A and B from section 4; strips and verifies the nPublic+1 extra rows; returns (cs, m)."""
     sec, count = _coefficient_count(f)
     rec = f.array(sec.offset + 4, COEF_DTYPE, count, "coefficients")
@@ -347,8 +368,8 @@ def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[
     if count and wires.max() >= n_vars:
         f.fail("coefficient wire", f"below nVars={n_vars}", int(wires.max()))
     values = np.ascontiguousarray(rec["value"])
-    _check_reduced(f, values, R_MOD, "coefficient values")
-    values = redc_limbs(redc_limbs(values, R_MOD), R_MOD)  # stored c*R^2 mod r: two REDCs
+    _check_reduced(f, values, r, "coefficient values")
+    values = redc_limbs(redc_limbs(values, r), r)  # stored c*R^2 mod r: two REDCs
     is_a = matrix == 0
     m = int(rows[is_a].max()) - n_public if is_a.any() else -1  # extra row s is A row m + s
     if m < 0:
@@ -369,18 +390,18 @@ def _read_coefficients(f: BinFile, n_vars: int, n_public: int, n: int) -> tuple[
     keep = ~extra
     mats = [CsrMatrix.from_coo(rows[keep & sel], wires[keep & sel], values[keep & sel], m, n_vars)
             for sel in (is_a, ~is_a)]
-    return ConstraintSystem(n_vars, n_public, mats[0], mats[1], None, name=f.name), m
+    return ConstraintSystem(n_vars, n_public, mats[0], mats[1], None, name=f.name, modulus=r), m
 
 
-def _points(f: BinFile, sec, what: str, keep: np.ndarray | None = None) -> np.ndarray:
-    size = G2_RAW if what == "B2" else G1_RAW
-    return _points_at(f, sec.offset, sec.length // size, size, what, keep)
+def _points(f: BinFile, sec, what: str, curve: Curve, keep: np.ndarray | None = None) -> np.ndarray:
+    size = g2_raw(curve) if what == "B2" else g1_raw(curve)
+    return _points_at(f, sec.offset, sec.length // size, size, what, curve, keep)
 
 
-def _present_wires(f: BinFile, sec, what: str, chunk: int = 1 << 20) -> np.ndarray:
+def _present_wires(f: BinFile, sec, what: str, curve: Curve, chunk: int = 1 << 20) -> np.ndarray:
     """uint32 indices of the points of a section that are not infinity (all zero bytes: the same in
     Montgomery and standard form), a chunk of points at a time over the mapped file."""
-    size = G2_RAW if what == "B2" else G1_RAW
+    size = g2_raw(curve) if what == "B2" else g1_raw(curve)
     count = sec.length // size
     words = f.array(sec.offset, "<u8", count * size // 8, what).reshape(count, size // 8)
     present = np.empty(count, dtype=bool)
@@ -394,16 +415,17 @@ def _index_or_none(wires: np.ndarray, n_vars: int) -> np.ndarray | None:
     return None if len(wires) == n_vars else wires
 
 
-def _points_at(f: BinFile, offset: int, count: int, size: int, what: str,
+def _points_at(f: BinFile, offset: int, count: int, size: int, what: str, curve: Curve,
                keep: np.ndarray | None = None) -> np.ndarray:
     """``count`` affine points (Montgomery Fp coordinates) -> standard-form G1/G2 array; with
     ``keep`` (point indices) only those points, converted and in that order."""
     coords = f.array(offset, "<u8", count * size // 8, what).reshape(count, -1)
-    _check_reduced(f, coords.reshape(-1, FP_LIMBS), Q_MOD, f"{what} coordinates")
+    k = curve.fp_limbs
+    _check_reduced(f, coords.reshape(-1, k), curve.p, f"{what} coordinates")
     if keep is not None and len(keep) < count:
         coords, count = coords[keep], len(keep)
-    out = redc_limbs(coords.reshape(-1, FP_LIMBS), Q_MOD)  # zero stays zero: infinity is all zero in both forms
-    return out.reshape((count, 2, FP_LIMBS) if size == G1_RAW else (count, 2, 2, FP_LIMBS))
+    out = redc_limbs(coords.reshape(-1, k), curve.p)  # zero stays zero: infinity is all zero in both forms
+    return out.reshape((count, 2, k) if size == g1_raw(curve) else (count, 2, 2, k))
 
 
 # ---------------------------------------------------------------------------------------------

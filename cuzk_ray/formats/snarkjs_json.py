@@ -1,7 +1,9 @@
 """snarkjs JSON: ``proof.json``, ``public.json``, ``verification_key.json`` (write and read).
 
 Coordinates are decimal strings of the standard form, affine with z = 1 (DESIGN.md section 4).
-Readers raise JsonFormatError with a one-line message naming the file and the field.
+Readers raise JsonFormatError with a one-line message naming the file and the field. The curve
+is the file's "curve" field ("bls12381" or "bn128"; absent: bls12381); the writers take it from
+the arrays' limb count (cuzk_ray.groth16.verifier.vk_curve).
 """
 
 from __future__ import annotations
@@ -13,24 +15,32 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from py_arkworks_bls12381 import GT
 
-from ..curve import g1_coords, g1_points, g2_coords, g2_points
-from ..field import FP_LIMBS, Q_MOD, R_MOD, fp_to_limbs
+from ..curve_groups import groups_for
+from ..curves import BLS12_381, Curve, curve_named
+from ..field import R_MOD, ints_to_limbs
 from ..groth16.keys import Proof, VerifyingKey
+from ..groth16.verifier import vk_curve
 
 
 class JsonFormatError(ValueError):
     """A snarkjs JSON file is malformed; the message names the file and the field."""
 
 
+def _curve_of(arr) -> Curve:
+    """The curve of a point array, from its limb count (6: BLS12-381, 4: BN254)."""
+    return BLS12_381 if arr.shape[-1] == BLS12_381.fp_limbs else curve_named("bn254")
+
+
 def _g1_json(arr) -> list[str]:
-    c = g1_coords(g1_points(arr)[0])
+    g = groups_for(_curve_of(arr))
+    c = g.g1_coords(g.g1_points(arr)[0])
     return ["0", "1", "0"] if c is None else [str(c[0]), str(c[1]), "1"]
 
 
 def _g2_json(arr) -> list[list[str]]:
-    c = g2_coords(g2_points(arr)[0])
+    g = groups_for(_curve_of(arr))
+    c = g.g2_coords(g.g2_points(arr)[0])
     if c is None:
         return [["0", "0"], ["1", "0"], ["0", "0"]]
     return [[str(c[0]), str(c[1])], [str(c[2]), str(c[3])], ["1", "0"]]
@@ -38,7 +48,7 @@ def _g2_json(arr) -> list[list[str]]:
 
 def proof_json(proof: Proof) -> dict:
     return {"pi_a": _g1_json(proof.a), "pi_b": _g2_json(proof.b), "pi_c": _g1_json(proof.c),
-            "protocol": "groth16", "curve": "bls12381"}
+            "protocol": "groth16", "curve": _curve_of(proof.a).snarkjs_name}
 
 
 def public_json(public) -> list[str]:
@@ -46,17 +56,14 @@ def public_json(public) -> list[str]:
 
 
 def _alphabeta(vk: VerifyingKey) -> list:
-    """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1].
-    arkworks serializes GT as the same tower, 12 little-endian 48-byte Fp values."""
-    e = GT.pairing(g1_points(vk.alpha_g1)[0], g2_points(vk.beta_g2)[0])
-    raw = bytes.fromhex(str(e))
-    fp = [str(int.from_bytes(raw[i : i + 48], "little")) for i in range(0, 576, 48)]
-    return [[[fp[6 * h + 2 * k], fp[6 * h + 2 * k + 1]] for k in range(3)] for h in range(2)]
+    """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1]."""
+    g = groups_for(vk_curve(vk))
+    return g.alphabeta(g.g1_points(vk.alpha_g1)[0], g.g2_points(vk.beta_g2)[0])
 
 
 def verification_key_json(vk: VerifyingKey) -> dict:
     return {
-        "protocol": "groth16", "curve": "bls12381", "nPublic": vk.n_public,
+        "protocol": "groth16", "curve": vk_curve(vk).snarkjs_name, "nPublic": vk.n_public,
         "vk_alpha_1": _g1_json(vk.alpha_g1), "vk_beta_2": _g2_json(vk.beta_g2),
         "vk_gamma_2": _g2_json(vk.gamma_g2), "vk_delta_2": _g2_json(vk.delta_g2),
         "vk_alphabeta_12": _alphabeta(vk),
@@ -143,40 +150,46 @@ def _int(path, field, s, modulus) -> int:
         raise JsonFormatError(f"{path}: {field} is {what}, expected a decimal string")
     v = int(s)
     if not v < modulus:
-        raise JsonFormatError(f"{path}: {field} = {v} is out of range [0, {'r' if modulus == R_MOD else 'q'})")
+        raise JsonFormatError(f"{path}: {field} = {v} is out of range [0, {'q' if modulus in _BASE_PRIMES else 'r'})")
     return v
 
 
-def _g1_arr(path, field, v) -> np.ndarray:
+_BASE_PRIMES = {BLS12_381.p, curve_named("bn254").p}
+
+
+def _g1_arr(path, field, v, curve: Curve) -> np.ndarray:
     if not (isinstance(v, list) and len(v) == 3):
         raise JsonFormatError(f"{path}: {field} must be a list [x, y, z] of 3 decimal strings")
-    x, y, z = (_int(path, f"{field}[{i}]", v[i], Q_MOD) for i in range(3))
+    k = curve.fp_limbs
+    x, y, z = (_int(path, f"{field}[{i}]", v[i], curve.p) for i in range(3))
     if z == 0:
-        return np.zeros((1, 2, FP_LIMBS), dtype=np.uint64)
+        return np.zeros((1, 2, k), dtype=np.uint64)
     if z != 1:
         raise JsonFormatError(f"{path}: {field} has z = {z}; only affine points (z = 1) are supported")
-    return fp_to_limbs([x, y]).reshape(1, 2, FP_LIMBS)
+    return ints_to_limbs([x, y], k).reshape(1, 2, k)
 
 
-def _g2_arr(path, field, v) -> np.ndarray:
+def _g2_arr(path, field, v, curve: Curve) -> np.ndarray:
     if not (isinstance(v, list) and len(v) == 3 and all(isinstance(c, list) and len(c) == 2 for c in v)):
         raise JsonFormatError(f"{path}: {field} must be [[x0, x1], [y0, y1], [z0, z1]]")
-    vals = [_int(path, f"{field}[{i}][{j}]", v[i][j], Q_MOD) for i in range(3) for j in range(2)]
+    k = curve.fp_limbs
+    vals = [_int(path, f"{field}[{i}][{j}]", v[i][j], curve.p) for i in range(3) for j in range(2)]
     if vals[4:] == [0, 0]:
-        return np.zeros((1, 2, 2, FP_LIMBS), dtype=np.uint64)
+        return np.zeros((1, 2, 2, k), dtype=np.uint64)
     if vals[4:] != [1, 0]:
         raise JsonFormatError(f"{path}: {field} is not affine (z must be [1, 0])")
-    return fp_to_limbs(vals[:4]).reshape(1, 2, 2, FP_LIMBS)
+    return ints_to_limbs(vals[:4], k).reshape(1, 2, 2, k)
 
 
-def _check_curve(path, obj):
+def _check_curve(path, obj) -> Curve:
     if not isinstance(obj, dict):
         raise JsonFormatError(f"{path}: expected a JSON object")
     if obj.get("protocol", "groth16") != "groth16":
         raise JsonFormatError(f"{path}: protocol {obj.get('protocol')!r}, only groth16 is supported")
     curve = obj.get("curve", "bls12381")
-    if curve != "bls12381":
-        raise JsonFormatError(f"{path}: curve {curve!r}, only bls12381 is supported")
+    if curve not in ("bls12381", "bn128"):
+        raise JsonFormatError(f"{path}: curve {curve!r}, only bls12381 and bn128 are supported")
+    return curve_named(curve)
 
 
 def read_proof(path) -> Proof:
@@ -185,12 +198,12 @@ def read_proof(path) -> Proof:
 
 def proof_from_json(obj, source) -> Proof:
     """A proof.json object (already parsed; ``source`` names it in errors) as a Proof."""
-    _check_curve(source, obj)
+    curve = _check_curve(source, obj)
     for k in ("pi_a", "pi_b", "pi_c"):
         if k not in obj:
             raise JsonFormatError(f"{source}: field {k} is missing")
-    return Proof(a=_g1_arr(source, "pi_a", obj["pi_a"]), b=_g2_arr(source, "pi_b", obj["pi_b"]),
-                 c=_g1_arr(source, "pi_c", obj["pi_c"]))
+    return Proof(a=_g1_arr(source, "pi_a", obj["pi_a"], curve), b=_g2_arr(source, "pi_b", obj["pi_b"], curve),
+                 c=_g1_arr(source, "pi_c", obj["pi_c"], curve))
 
 
 def read_public(path) -> list[int]:
@@ -211,7 +224,7 @@ def read_verification_key(path) -> VerifyingKey:
 def verification_key_from_json(obj, source) -> VerifyingKey:
     """A verification_key.json object (already parsed; ``source`` names it in errors)."""
     path = source
-    _check_curve(path, obj)
+    curve = _check_curve(path, obj)
     for k in ("vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC"):
         if k not in obj:
             raise JsonFormatError(f"{path}: field {k} is missing")
@@ -221,8 +234,8 @@ def verification_key_from_json(obj, source) -> VerifyingKey:
         raise JsonFormatError(f"{path}: nPublic is {obj['nPublic']!r}, expected an integer")
     if "nPublic" in obj and obj["nPublic"] != len(obj["IC"]) - 1:
         raise JsonFormatError(f"{path}: nPublic = {obj['nPublic']} but IC has {len(obj['IC'])} points")
-    ic = np.concatenate([_g1_arr(path, f"IC[{i}]", p) for i, p in enumerate(obj["IC"])])
-    return VerifyingKey(alpha_g1=_g1_arr(path, "vk_alpha_1", obj["vk_alpha_1"]),
-                        beta_g2=_g2_arr(path, "vk_beta_2", obj["vk_beta_2"]),
-                        gamma_g2=_g2_arr(path, "vk_gamma_2", obj["vk_gamma_2"]),
-                        delta_g2=_g2_arr(path, "vk_delta_2", obj["vk_delta_2"]), ic=ic)
+    ic = np.concatenate([_g1_arr(path, f"IC[{i}]", p, curve) for i, p in enumerate(obj["IC"])])
+    return VerifyingKey(alpha_g1=_g1_arr(path, "vk_alpha_1", obj["vk_alpha_1"], curve),
+                        beta_g2=_g2_arr(path, "vk_beta_2", obj["vk_beta_2"], curve),
+                        gamma_g2=_g2_arr(path, "vk_gamma_2", obj["vk_gamma_2"], curve),
+                        delta_g2=_g2_arr(path, "vk_delta_2", obj["vk_delta_2"], curve), ic=ic)

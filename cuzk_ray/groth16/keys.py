@@ -1,7 +1,8 @@
 """Groth16 keys and proofs (names as in the paper and arkworks).
 
-All point arrays are affine, standard form (see cuzk_ray.curve): G1 ``uint64[n, 2, 6]``,
-G2 ``uint64[n, 2, 2, 6]``; single points are arrays with n = 1.
+All point arrays are affine, standard form (see cuzk_ray.curve): G1 ``uint64[n, 2, k]``,
+G2 ``uint64[n, 2, 2, k]``, k the Fp limbs of the key's curve (6 for BLS12-381, 4 for BN254;
+``meta["curve"]``, cuzk_ray.curves); single points are arrays with n = 1.
 
 The key is in the snarkjs convention (DESIGN.md section 4), for our own circuits too, so one
 prover serves both: ``a_query``/``b_g1_query``/``b_g2_query`` hold one point per wire of their
@@ -22,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from ..curves import Curve, key_curve
 
 WIRE_INDEX_DTYPE = np.dtype(np.uint32)  # a_wires / b_wires (see the module docstring)
 
@@ -93,6 +96,11 @@ class ProvingKey:
         return self.meta.get("qap", "snarkjs")
 
     @property
+    def curve(self) -> Curve:
+        """The curve of the key (meta "curve", set by whoever made it; BLS12-381 when absent)."""
+        return key_curve(self.meta)
+
+    @property
     def dense(self) -> bool:
         """True when a_query and the b queries hold a point for every wire (no index arrays)."""
         return self.a_wires is None and self.b_wires is None
@@ -107,12 +115,15 @@ class ProvingKey:
         """Cross-check the sizes of the queries and the density index arrays; raises ValueError
         naming the inconsistent one. O(points of the indices), never reads the queries' points."""
         m, p = self.n_wires, self.n_public
+        k = self.curve.fp_limbs
         for name in ("a_query", "b_g1_query", "l_query", "h_query", "beta_g1", "delta_g1"):
-            if getattr(self, name).shape[1:] != (2, 6):
-                raise ValueError(f"proving key: {name} has shape {getattr(self, name).shape}, expected (n, 2, 6)")
+            if getattr(self, name).shape[1:] != (2, k):
+                raise ValueError(f"proving key: {name} has shape {getattr(self, name).shape}, expected (n, 2, {k}) "
+                                 f"({self.curve.name})")
         for name, arr in (("b_g2_query", self.b_g2_query), ("delta_g2", self.vk.delta_g2)):
-            if arr.shape[1:] != (2, 2, 6):
-                raise ValueError(f"proving key: {name} has shape {arr.shape}, expected (n, 2, 2, 6)")
+            if arr.shape[1:] != (2, 2, k):
+                raise ValueError(f"proving key: {name} has shape {arr.shape}, expected (n, 2, 2, {k}) "
+                                 f"({self.curve.name})")
         if not 0 <= p < m:
             raise ValueError(f"proving key: {p} public inputs (IC has {p + 1} points) but {m} wires")
         if m > 1 << 32:

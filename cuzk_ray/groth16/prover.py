@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import secrets
 
-from py_arkworks_bls12381 import Scalar
-
-from ..curve import g1_array, g2_array
+from ..backends import check_backend_curve
+from ..curve_groups import groups_for
 from ..domain import domain_size
 from ..field import R_MOD, FrVector, as_fr_limbs, fr_to_limbs
 from ..r1cs import ConstraintSystem
@@ -34,9 +33,9 @@ from .keys import Proof, ProvingKey
 G2_SPLIT_MIN = 1 << 12  # below this the G2 MSM is short enough to run whole
 
 
-def random_blinding() -> tuple[int, int]:
-    """Fresh r, s from the OS's CSPRNG."""
-    return secrets.randbelow(R_MOD), secrets.randbelow(R_MOD)
+def random_blinding(modulus: int = R_MOD) -> tuple[int, int]:
+    """Fresh r, s uniform below ``modulus`` (the key's curve's r: ``pk.curve.r``) from the OS's CSPRNG."""
+    return secrets.randbelow(modulus), secrets.randbelow(modulus)
 
 
 def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend,
@@ -46,6 +45,8 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
     times = StageTimes() if times is None else times
     if len(witness) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(witness)} values, the key has {pk.n_wires} wires")
+    if cs.modulus != pk.curve.r:
+        raise ValueError(f"prover: {cs.name} is a circuit over another field than the key's curve ({pk.curve.name})")
     if cs.n_wires != pk.n_wires or domain_size(cs.n_constraints, cs.n_public) != pk.domain_size:
         raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints) does not "
                          f"match the key ({pk.n_wires} wires, domain {pk.domain_size})")
@@ -99,6 +100,7 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
         raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
     if len(w) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
+    check_backend_curve(backend.name, pk.curve.name)
     key = backend.load_key(pk)
     p = pk.n_public
 
@@ -134,10 +136,12 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     })
     res = {k: f.result() for k, f in jobs.items()}
     with times.stage("assemble"):
-        rs, ss = Scalar(r % R_MOD), Scalar(s % R_MOD)
+        groups = groups_for(pk.curve)
+        order = groups.curve.r
+        rs, ss = groups.scalar(r % order), groups.scalar(s % order)
         pi_a = key.alpha_g1 + res["msm_a"] + key.delta_g1 * rs
         b_g2 = res["msm_b_g2"] + res["msm_b_g2_hi"] if "msm_b_g2_hi" in res else res["msm_b_g2"]
         pi_b = key.beta_g2 + b_g2 + key.delta_g2 * ss
         b1 = key.beta_g1 + res["msm_b_g1"] + key.delta_g1 * ss
-        pi_c = res["msm_l"] + res["msm_h"] + pi_a * ss + b1 * rs - key.delta_g1 * Scalar(r * s % R_MOD)
-        return Proof(a=g1_array([pi_a]), b=g2_array([pi_b]), c=g1_array([pi_c]))
+        pi_c = res["msm_l"] + res["msm_h"] + pi_a * ss + b1 * rs - key.delta_g1 * groups.scalar(r * s % order)
+        return Proof(a=groups.g1_array([pi_a]), b=groups.g2_array([pi_b]), c=groups.g1_array([pi_c]))

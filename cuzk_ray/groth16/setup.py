@@ -65,7 +65,7 @@ def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gam
     """The scalars of the key's points, standard-form ``uint64[k, 4]``:
     u, v, w = qap_at_tau;  lc = beta u + alpha v + w;  ic = lc[:p+1] / gamma;  l = lc[p+1:] / delta;
     h = h_query_scalars(tau, n) / delta ("snarkjs": n odd-coset Lagrange points; "bellperson":
-    tau^i Z(tau), i < m - 1).  (cuda/setup.py computes the snarkjs ones on the GPU.)"""
+    tau^i Z(tau), i < m - 1).  (cuda/setup.py computes both on the GPU.)"""
     u, v, w = qap_at_tau(cs, tau, qap)
     p = cs.n_public
     gamma_inv, delta_inv = pow(gamma, -1, R_MOD), pow(delta, -1, R_MOD)
@@ -167,8 +167,8 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
     bellperson and Filecoin's parameters store them), plus the arrays a_wires and b_wires.
     ``chunk``: points per fixed-base call (default STREAM_CHUNK on the GPU; on the CPU one call
     per query, each of which starts a process pool). ``qap``: the H convention of the key (one of
-    QAP_CONVENTIONS; "bellperson" computes its scalars on the CPU). Returns the key's meta (seed,
-    timings, qap)."""
+    QAP_CONVENTIONS; on the cuda backend both conventions' scalars are computed on the GPU).
+    Returns the key's meta (seed, timings, qap)."""
     from ..backends import resolve_backend_name
 
     if qap not in QAP_CONVENTIONS:
@@ -178,18 +178,15 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
     mul = fixed_base_function(device)
     t = ToxicWaste.from_seed(seed)
     t0 = time.perf_counter()
-    if qap == "bellperson":
-        xp = np
-        sc = setup_scalars_cpu(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, qap)
-    elif resolve_backend_name(backend) == "cuda":  # the scalars stay in VRAM; chunks are gathered there
+    if resolve_backend_name(backend) == "cuda":  # the scalars stay in VRAM; chunks are gathered there
         from ..cuda.setup import setup_scalars
         from ..kernels.loader import require_cupy
 
         xp = require_cupy()
-        sc = setup_scalars(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, on_device=True)
+        sc = setup_scalars(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, on_device=True, qap=qap)
     else:
         xp = np
-        sc = setup_scalars_cpu(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta)
+        sc = setup_scalars_cpu(cs, t.tau, t.alpha, t.beta, t.gamma, t.delta, qap)
     t_scalars = time.perf_counter() - t0
     a_wires, b_wires = wire_density(cs) if density else (None, None)
     a_idx, b_idx = (None if x is None else xp.asarray(x) for x in (a_wires, b_wires))

@@ -33,10 +33,10 @@ KERNEL_DIR = Path(__file__).resolve().parent
 STD = "-std=c++17"
 TEST_MODULES = ("ff_test.cu",)  # kernels only the tests use: built by kernels.build on request (--tests)
 LIBRARIES = ("host/radix_sort.cu",)  # host-callable shared libraries (nvcc -shared; loaded with ctypes)
-DEFAULT_CURVE = "bls12_381"
+DEFAULT_CURVE = "bls12381"
 # The defines that compile a module for a curve (ff/curve.cuh); BLS12-381 needs none, so its
 # cubin keys are what they were before curves were a parameter.
-CURVES = {"bls12_381": (), "bn254": ("CUZK_CURVE_BN254=1",)}
+CURVES = {"bls12381": (), "bn254": ("CUZK_CURVE_BN254=1",)}
 
 log = logging.getLogger(__name__)
 

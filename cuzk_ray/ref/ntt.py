@@ -32,8 +32,8 @@ def bit_reverse_permutation(n: int) -> np.ndarray:
 
 
 def powers(base: int, n: int, start: int = 1, modulus: int = R_MOD) -> np.ndarray:
-    """[start, start*base, start*base^2, ...] (n terms) mod r (or another modulus: BN254's r for
-    its device tables), built by doubling the prefix."""
+    """[start, start*base, start*base^2, ...] (n terms) mod r (``modulus``: BLS12-381's r unless
+    given), built by doubling the prefix."""
     out = np.empty(n, dtype=object)
     if n == 0:
         return out
@@ -47,7 +47,7 @@ def powers(base: int, n: int, start: int = 1, modulus: int = R_MOD) -> np.ndarra
     return out
 
 
-def _transform(values: np.ndarray, omega: int) -> np.ndarray:
+def _transform(values: np.ndarray, omega: int, r: int = R_MOD) -> np.ndarray:
     """Iterative radix-2 decimation-in-time NTT with the given n-th root omega."""
     n = len(values)
     log_n = check_size(n)
@@ -55,11 +55,11 @@ def _transform(values: np.ndarray, omega: int) -> np.ndarray:
     for s in range(log_n):
         half = 1 << s
         # Twiddles for this stage: omega^(n / (2*half) * j), j < half.
-        tw = powers(pow(omega, n >> (s + 1), R_MOD), half)
+        tw = powers(pow(omega, n >> (s + 1), r), half, modulus=r)
         blocks = a.reshape(-1, 2, half)
-        t = (blocks[:, 1, :] * tw) % R_MOD
+        t = (blocks[:, 1, :] * tw) % r
         u = blocks[:, 0, :]
-        a = np.stack(((u + t) % R_MOD, (u - t) % R_MOD), axis=1).reshape(n)
+        a = np.stack(((u + t) % r, (u - t) % r), axis=1).reshape(n)
     return a
 
 
@@ -70,25 +70,28 @@ def _domain(values, domain: Domain | str | None) -> Domain:
 
 def ntt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at omega^0..omega^(n-1) of the polynomial with the given coefficients."""
-    return _transform(np.asarray(values, dtype=object), _domain(values, domain).omega)
+    d = _domain(values, domain)
+    return _transform(np.asarray(values, dtype=object), d.omega, d.r)
 
 
 def intt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Coefficients of the polynomial with the given evaluations on the n-th roots of unity."""
     d = _domain(values, domain)
-    return (_transform(np.asarray(values, dtype=object), d.omega_inv) * d.n_inv) % R_MOD
+    return (_transform(np.asarray(values, dtype=object), d.omega_inv, d.r) * d.n_inv) % d.r
 
 
 def coset_ntt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
-    scaled = (np.asarray(values, dtype=object) * powers(shift, len(values))) % R_MOD
-    return ntt(scaled, domain)
+    d = _domain(values, domain)
+    scaled = (np.asarray(values, dtype=object) * powers(shift, len(values), modulus=d.r)) % d.r
+    return ntt(scaled, d)
 
 
 def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
-    coeffs = intt(values, domain)
-    return (coeffs * powers(pow(shift, -1, R_MOD), len(values))) % R_MOD
+    d = _domain(values, domain)
+    coeffs = intt(values, d)
+    return (coeffs * powers(pow(shift, -1, d.r), len(values), modulus=d.r)) % d.r
 
 
 def naive_dft(values, omega: int) -> np.ndarray:

@@ -48,7 +48,7 @@ def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     """h on the odd 2n-th roots (the scalars for the H query), from a, b, c on the n-th roots."""
     d = resolve(domain, len(a), "compute_h")
     odd = [coset_ntt(intt(x, d), d.omega_2n, d) for x in (a, b, c)]
-    return (odd[0] * odd[1] - odd[2]) % R_MOD
+    return (odd[0] * odd[1] - odd[2]) % d.r
 
 
 def h_query_scalars(tau: int, n: int, domain: Domain | str | None = None) -> np.ndarray:

@@ -1,0 +1,117 @@
+"""BN254 (circom's default curve) on the CPU (issue 31): the curve read from the files, proofs
+by ``cuzk-ray groth16 prove`` that snarkjs 0.7.6 accepts, snarkjs's proofs that our verifier
+accepts, each with a tampered twin, and the refusals (another curve's witness, the cuda backend).
+
+Fixtures: tests/fixtures/circom/{bn254,bn_many,bn_pow2} (tests/fixtures/make_fixtures.sh,
+ONLY=bn128): few public inputs (2 signals), many (10), and a domain of exactly 2^6 (61
+constraints + 2 public signals = 63).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import snarkjs_verify_many
+from test_cli import cli
+
+from cuzk_ray.backends import check_backend_curve
+from cuzk_ray.curves import BLS12_381, BN254
+from cuzk_ray.domain import Domain
+from cuzk_ray.formats.snarkjs import read_r1cs, read_wtns, read_zkey
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.groth16.keys import Proof
+from cuzk_ray.groth16.verifier import verify
+from cuzk_ray.r1cs import UnsatisfiedConstraint
+from cuzk_ray.ref import bn254 as ref
+
+FIX = Path(__file__).parent / "fixtures" / "circom"
+WITNESSES = {"bn254": 1, "bn_many": 2, "bn_pow2": 2}
+SHAPES = {"bn254": (2, 4), "bn_many": (10, 32), "bn_pow2": (2, 64)}  # public signals, domain
+
+
+@pytest.mark.parametrize("circuit", WITNESSES)
+def test_fixture_shapes_and_witnesses_satisfy_the_r1cs(circuit):
+    pk, zcs = read_zkey(FIX / circuit / f"{circuit}.zkey", check_points=True)
+    assert pk.meta["curve"] == "bn254" and pk.meta["points_checked"] != "no"
+    assert (pk.n_public, pk.domain_size) == SHAPES[circuit]
+    r1cs = read_r1cs(FIX / circuit / f"{circuit}.r1cs")
+    if circuit == "bn_pow2":  # constraints + public = 2^6 - 1: the domain is exactly a power of two
+        assert r1cs.n_constraints + r1cs.n_public == 63
+    for k in range(1, WITNESSES[circuit] + 1):
+        w = read_wtns(FIX / circuit / f"witness_{k}.wtns", pk.n_wires, BN254)
+        r1cs.check(w)  # satisfied over BN254's r
+        bad = w.limbs.copy()
+        bad[-1, 0] ^= 1  # negative twin: one wire changed
+        with pytest.raises(UnsatisfiedConstraint):
+            r1cs.check(bad)
+
+
+def test_groth16_prove_bn254_accepted_by_snarkjs_and_tampered_rejected(tmp_path, snarkjs):
+    triples, twins = [], []
+    for circuit, count in WITNESSES.items():
+        out = tmp_path / circuit
+        given = [FIX / circuit / f"witness_{k}.wtns" for k in range(1, count + 1)]
+        res = cli("groth16", "prove", FIX / circuit / f"{circuit}.zkey", *given, "-o", out,
+                  f"cache_dir={tmp_path / 'cache'}")
+        assert res.returncode == 0, res.stdout + res.stderr
+        m = json.loads((out / "manifest.json").read_text())
+        assert len(m["proofs"]) == count
+        vk = out / "verification_key.json"
+        assert json.loads(vk.read_text()) == json.loads((FIX / circuit / "verification_key.json").read_text())
+        for e in m["proofs"]:
+            k = Path(e["witness"]).stem.split("_")[-1]
+            public = json.loads((out / e["public"]).read_text())
+            assert public == json.loads((FIX / circuit / f"public_{k}.json").read_text())
+            proof = json.loads((out / e["proof"]).read_text())
+            assert proof["curve"] == "bn128" and proof["protocol"] == "groth16"
+            triples.append((vk, out / e["public"], out / e["proof"]))
+            bad_public = tmp_path / f"{circuit}-{k}-public.json"  # negative twin: a public input changed
+            bad_public.write_text(json.dumps([str(int(public[0]) + 1)] + public[1:]))
+            twins.append((vk, bad_public, out / e["proof"]))
+    answers = snarkjs_verify_many(snarkjs, triples + twins)
+    assert answers == [True] * len(triples) + [False] * len(twins)
+
+
+@pytest.mark.parametrize("circuit", WITNESSES)
+def test_our_verifier_accepts_snarkjs_bn254_proofs_and_rejects_tampered(circuit):
+    vk = read_verification_key(FIX / circuit / "verification_key.json")
+    for k in range(1, WITNESSES[circuit] + 1):
+        proof = read_proof(FIX / circuit / f"proof_{k}.json")
+        public = read_public(FIX / circuit / f"public_{k}.json")
+        assert verify(vk, public, proof)
+        assert not verify(vk, [(public[0] + 1) % BN254.r] + public[1:], proof)
+        assert not verify(vk, public, Proof(a=proof.c, b=proof.b, c=proof.a))  # A and C swapped
+        off_curve = proof.a.copy()
+        off_curve[0, 1, 0] ^= 1  # y changed: not on the curve
+        assert not verify(vk, public, Proof(a=off_curve, b=proof.b, c=proof.c))
+
+
+def test_pairing_is_bilinear_and_the_check_fails_on_unequal_products():
+    g1, g2 = ref.G1_GEN, ref.G2_GEN
+    a, b = 1234567, 7654321
+    pa, qb = ref.mul(g1, a, ref.G1_OPS), ref.mul(g2, b, ref.G2_OPS)
+    pab = ref.mul(g1, a * b, ref.G1_OPS)
+    assert ref.pairing_check([(pa, qb), (ref.neg(pab, ref.G1_OPS), g2)])  # e(aP, bQ) = e(abP, Q)
+    assert not ref.pairing_check([(pa, qb), (ref.neg(ref.add(pab, g1, ref.G1_OPS), ref.G1_OPS), g2)])
+    assert ref.in_g2(qb) and not ref.on_curve((qb[0], ref.f2_add(qb[1], (1, 0))), ref.G2_OPS)
+
+
+def test_bn254_domain_uses_snarkjs_roots():
+    d = Domain(64, "snarkjs", "bn254")
+    # ffjavascript's Fr.w[28] for bn128: 5^((r - 1) / 2^28)
+    assert BN254.two_adic_root() == 19103219067921713944291392827692070036145651957329286315305642004821462161904
+    assert pow(d.omega, 64, BN254.r) == 1 and pow(d.omega, 32, BN254.r) != 1
+    assert d.omega_2n**2 % BN254.r == d.omega and d.r == BN254.r
+    assert Domain(64).omega != d.omega  # BLS12-381's domain is another field's
+    with pytest.raises(ValueError, match=r"between 1 and 2\^27 \(bn254\)"):
+        Domain(1 << 28, "snarkjs", "bn254")
+
+
+def test_cuda_backend_refuses_a_bn254_key_in_one_line():
+    check_backend_curve("cuda", BLS12_381.name)
+    check_backend_curve("cpu", BN254.name)
+    with pytest.raises(ValueError) as info:
+        check_backend_curve("cuda", BN254.name)
+    assert "\n" not in str(info.value) and "backend=cpu" in str(info.value)
