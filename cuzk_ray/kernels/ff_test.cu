@@ -46,7 +46,7 @@ extern "C" __global__ void fp_test(const u32* a, const u32* b, u32* out, int op,
 }
 
 // Fp2: element i is (c0, c1) at limbs [2i], [2i+1] (uint64[n, 2, 6]). op 0 = mul, 1 = sqr,
-// 2 = mul_lazy, 3 = mul_sub_lazy(x, y, x + y, y - x) (ff/bls12_381.cuh).
+// 2 = mul_lazy, 3 = mul_sub_lazy(x, y, x + y, y - x) (ff/fp2.cuh).
 extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
