@@ -4,7 +4,7 @@
 // every bound of ff/mont32.cuh holds (2p < R; 3p < R, so mul_sub_wide takes its one-reduction
 // path for Fr too); neither has p_0 = 1 (INV != 0xffffffff: the generic reduction rounds).
 // Constants generated from the moduli; tests/test_kernels_compile.py re-derives them from the
-// moduli in tests/bn254_ref.py so a typo here fails CI.
+// moduli in cuzk_ray/curves.py (through ref/bn254.py) so a typo here fails CI.
 #pragma once
 #include "ff/mont32.cuh"
 
