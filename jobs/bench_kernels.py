@@ -36,6 +36,9 @@
         --check "20,24": log2 sizes for the range check of a device field vector (cuda.device).
         --witness "24,27": log2 sizes of the filecoin shape for the device expansion of a compact
         witness (cuda.witness.expand, kernels/witness.cu), checked against the host on sampled rows.
+        --bn254 "20-26": the kernels compiled for BN254 (issue 31) at these log2 sizes: the forward NTT
+        beside BLS12-381's at the same size (ratio), then BN254 G1 and G2 MSM tables (G2 up to
+        --bn254-g2-max, default 24), bases (j + 2) * P from ref/bn254.py, every result checked.
 Witness -> h rows: the PoRep-shaped circuit (public=4, field_share=0.05, as jobs/bench.py builds
 it) with its matrices resident (load_cs); "abc" = the three sparse mat-vecs into the H buffer
 (with the +-1 fast path, and with every coefficient multiplied), "h" = abc + H on the device,
@@ -79,6 +82,11 @@ NTT_TARGET_MS = {24: 6.0, 27: 60.0}
 # DESIGN.md section 6 (H200), MSM at 2^24: (floor ms, best published, target ms).
 G1_MSM_FIGURES = (107.0, "~110 (RTX 5000 Ada, ZPrize'23)", 110)
 G2_MSM_FIGURES = (3 * 107.0, "~2.8x G1 (ICICLE, 4090)", 330)  # floor: DESIGN's "~3x G1" of the G1 floor
+# BN254 (issue 31) at 2^24: floor = BLS12-381's scaled by the Fp products, (8/12)^2 limbs squared;
+# published: ICICLE ~250 ms on a 3090 Ti (ingonyama-zk/icicle#126), zeknox 77 ms at 1.5 x 2^23 on a
+# 4090 (okx/zeknox#85); docs/BENCHMARKS.md has the sources. Target: issue 31.
+BN254_G1_MSM_FIGURES = (107.0 * 4 / 9, "~103 (4090, zeknox: 77 at 1.5 x 2^23, scaled)", 60)
+BN254_G2_MSM_FIGURES = (3 * 107.0 * 4 / 9, "", "")
 
 
 def parse_sizes(arg: str) -> list[int]:
@@ -98,9 +106,10 @@ def parse_windows(arg: str) -> list:
     return [w if w == "mixed" else int(w) for w in arg.split(",")]
 
 
-def random_fr(cp, shape, seed):
+def random_fr(cp, shape, seed, modulus: int = R_MOD):
+    """Device limbs uint64[shape] of values below modulus (the top limb reduced below its top limb)."""
     x = np.random.default_rng(seed).integers(0, 2**64, size=shape, dtype=np.uint64)
-    x[..., 3] %= np.uint64(R_MOD >> 192)
+    x[..., 3] %= np.uint64(modulus >> 192)
     return cp.asarray(x)
 
 
@@ -172,6 +181,7 @@ def main(argv: list[str]) -> None:
     msm_sizes, spmv_sizes, setup_sizes, check_sizes, witness_sizes = [], [], [], [], []
     g2_sizes, fixed_sizes, g1_windows, g2_windows, g2_variants = [], [], [], [], []
     g1_variants, g1_tables, g2_tables, accumulates, ntt_variants = [], [], [], [None], []
+    bn254_sizes, bn254_g2_max = [], 24
     pass_kernels, pass_bits, h_folds = [cuda.PASS_KERNEL], [cuda.MAX_PASS_BITS], [cuda.FOLD_SCALE]
     qaps = ["snarkjs"]
     args = list(argv)
@@ -227,6 +237,10 @@ def main(argv: list[str]) -> None:
             check_sizes = parse_sizes(args.pop(0))
         elif a == "--witness":
             witness_sizes = parse_sizes(args.pop(0))
+        elif a == "--bn254":
+            bn254_sizes = parse_sizes(args.pop(0))
+        elif a == "--bn254-g2-max":
+            bn254_g2_max = int(args.pop(0))
         elif a == "--pass":
             pass_kernels = args.pop(0).split(",")
         elif a == "--pass-bits":
@@ -268,6 +282,8 @@ def main(argv: list[str]) -> None:
         bench_range_check(cp, check_sizes, runs)
     if witness_sizes:
         bench_witness(cp, witness_sizes, runs)
+    if bn254_sizes:
+        bench_bn254(cp, bn254_sizes, runs, bn254_g2_max)
 
 
 _NTT_INPUTS: dict = {}  # log2 n -> device input, shared by the tables of several pass kernels
@@ -465,9 +481,9 @@ def mul_throughput(cp) -> None:
         print(f"{name}: {2 * iters * n / ms / 1e6:.1f} G {'sqr' if '_sqr_' in name else 'mul'}/s")
 
 
-def msm_scalars(cp, n: int, kind: str, seed: int):
+def msm_scalars(cp, n: int, kind: str, seed: int, modulus: int = R_MOD):
     """Device scalars [n, 4]: "uniform" (< r), "bits" (0/1), "90% bits" (90% 0/1, 10% uniform)."""
-    sc = random_fr(cp, (n, 4), seed)
+    sc = random_fr(cp, (n, 4), seed, modulus)
     if kind == "uniform":
         return sc
     rs = cp.random.RandomState(seed)
@@ -485,7 +501,7 @@ def msm_expected(cp, sc, start, period: int):
     return g1_ref.affine_mul(msm_expected_scalar(cp, sc, period), start)
 
 
-def msm_expected_scalar(cp, sc, period: int) -> int:
+def msm_expected_scalar(cp, sc, period: int, modulus: int = R_MOD) -> int:
     """sum_i s_i (i mod period + 2) mod r, the per-class scalar sums exact in 32-bit halves
     (n / period < 2^32 terms of < 2^32 each)."""
     n = sc.shape[0]
@@ -496,7 +512,7 @@ def msm_expected_scalar(cp, sc, period: int) -> int:
     for j in range(period):
         s_j = sum((int(lo[j, k]) + (int(hi[j, k]) << 32)) << (64 * k) for k in range(4))
         total += (j + 2) * s_j
-    return total % R_MOD
+    return total % modulus
 
 
 def phase_ms(fn, *args, **kw) -> str:
@@ -508,7 +524,7 @@ def phase_ms(fn, *args, **kw) -> str:
 
 def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, want_fn, figures: tuple,
                    kinds=("uniform", "90% bits", "bits"), windows=(), variants=(), tables=(),
-                   accumulates=(None,)) -> None:
+                   accumulates=(None,), modulus: int = R_MOD) -> None:
     """One MSM table for group g: bases = 1024 distinct points `rows` tiled to n, prepared once
     (prepare_bases: Montgomery form, as the prover keeps them); rows per scalar kind, extra
     windows, compile-time variants (defines) and tables of window multiples (c; build time shown).
@@ -543,7 +559,7 @@ def bench_msm_rows(cp, g, label: str, rows, sizes, runs: int, scalar_seed: int, 
                 print(f"prepare_bases({label}, 2^{log_n}{tag}, table_window={table_c}): "
                       + ", ".join(f"{k} {v:.1f} ms" for k, v in t.items()), flush=True)
             bases = prepared[key]
-            sc = msm_scalars(cp, n, kind, log_n + scalar_seed)
+            sc = msm_scalars(cp, n, kind, log_n + scalar_seed, modulus)
             use = True if table_c else None  # a table row goes through the table whatever the scalar count
             res = msm(gv, bases, sc, window, use_table=use, accumulate=acc)  # warm-up
             times = []
@@ -676,6 +692,45 @@ def check_h_bellperson(cp, abc, h) -> bool:
     got = limbs_to_ints(cp.asnumpy(h_at[0, idx]))
     z = pow(G, n, R_MOD) - 1
     return all(int(g) * z % R_MOD == (int(a) * int(b) - int(c)) % R_MOD for g, a, b, c in zip(got, *vals))
+
+
+def bench_bn254(cp, sizes, runs: int, g2_max: int) -> None:
+    """BN254 rows (issue 31): the forward NTT of each size beside BLS12-381's (same input limbs
+    reduced below BN254's r, which is also below BLS12-381's), checked by a round trip; then G1 and
+    G2 MSM tables on the BN254 kernels, bases (j + 2) * P tiled from 1024 points, checked exactly."""
+    from cuzk_ray.cuda import msm as cuda_msm
+    from cuzk_ray.domain import Domain
+    from cuzk_ray.ref import bn254
+
+    print("\n| log2 n | BN254 NTT ms | BLS12-381 NTT ms | BLS / BN254 |")
+    print("|---:|---:|---:|---:|")
+    for log_n in sizes:
+        x = random_fr(cp, (1, 1 << log_n, 4), log_n, bn254.R)
+        d = Domain.of(1 << log_n, "snarkjs", "bn254")
+        bn = time_ms(cp, lambda: cuda.ntt_device(x, domain=d), runs)
+        bls = time_ms(cp, lambda: cuda.ntt_device(x), runs)
+        ok = bool(cp.array_equal(cuda.ntt_device(cuda.ntt_device(x, domain=d), inverse=True, domain=d), x))
+        print(f"| {log_n} | {bn:.3f} | {bls:.3f} | {bls / bn:.2f} |" + ("" if ok else "  RESULT CHECK FAILED"),
+              flush=True)
+    cp.get_default_memory_pool().free_all_blocks()
+    groups = ((cuda_msm.BN254_G1, bn254.G1_OPS, bn254.G1_GEN, BN254_G1_MSM_FIGURES, 400,
+               ("uniform", "90% bits", "bits"), max(sizes)),
+              (cuda_msm.BN254_G2, bn254.G2_OPS, bn254.G2_GEN, BN254_G2_MSM_FIGURES, 500,
+               ("uniform", "90% bits"), g2_max))
+    for group, ops, gen, figures, seed, kinds, top in groups:
+        start = bn254.mul(gen, int(np.random.default_rng(seed).integers(1, 2**62)), ops)
+        distinct, acc = [], start
+        for _ in range(1024):
+            acc = bn254.add(acc, start, ops)
+            distinct.append(acc)  # distinct[j] = (j + 2) * start
+        rows = np.stack([group.affine_to_limbs(p) for p in distinct])
+
+        def want(sc, res, group=group, ops=ops, start=start):
+            k = msm_expected_scalar(cp, sc, min(sc.shape[0], 1024), bn254.R)
+            return np.array_equal(res, group.affine_to_limbs(bn254.mul(start, k, ops)))
+
+        bench_msm_rows(cp, group, f"BN254 {group.name.upper()}", rows, [n for n in sizes if n <= top], runs, seed,
+                       want, figures, kinds=kinds, modulus=bn254.R)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Every .cu under cuzk_ray/kernels compiles with nvcc for sm_90 (CI has nvcc but no GPU), through
 the precompiled-cubin builder the GPU runs use (cuzk_ray.kernels.build); the cubin key changes with
-any kernel source; and the constants baked into ff/bls12_381.cuh agree with cuzk_ray.field."""
+any kernel source; and the constants baked into ff/bls12_381.cuh agree with cuzk_ray.field, those
+of ff/bn254.cuh with cuzk_ray.ref.bn254's moduli. The modules compile for BN254 too (all but msm.cu,
+whose G1 instance takes ~2 min: msm_g2.cu compiles the same ec/msm_impl.cuh for BN254's Fp2)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ import pytest
 
 from cuzk_ray import field
 from cuzk_ray.kernels import build, loader
+from cuzk_ray.ref import bn254
 
 KERNELS = Path(__file__).resolve().parents[1] / "cuzk_ray" / "kernels"
 LIBRARIES = [KERNELS / name for name in loader.LIBRARIES]  # host code: nvcc -shared, not a cubin
 SOURCES = sorted(p for p in KERNELS.rglob("*.cu") if p not in LIBRARIES)
+BN254_SOURCES = [p for p in SOURCES if p.name != "msm.cu"]
 
 
 def test_there_are_kernels():
@@ -38,6 +42,8 @@ def built(tmp_path_factory):
                 for p in sorted(SOURCES, key=lambda p: p.name != "msm.cu")}
         jobs |= {p: ex.submit(build.build_library, str(p.relative_to(KERNELS)), "sm_90", out, nvcc)
                  for p in LIBRARIES}
+        jobs |= {(p, "bn254"): ex.submit(build.build_one, p.name, "sm_90", out, nvcc, (), frozenset(), "bn254")
+                 for p in BN254_SOURCES}
         return out, nvcc, {p: f.result() for p, f in jobs.items()}
 
 
@@ -50,6 +56,30 @@ def test_compiles_for_sm90(src, built):
     assert sorted(out.glob(f"{src.stem}-sm_90-*.cubin")) == [target]
     assert target.read_bytes()[:4] == b"\x7fELF"  # a cubin is an ELF image
     assert list(out.glob(f"{src.stem}-*.tmp*")) == []
+
+
+@pytest.mark.parametrize("src", BN254_SOURCES, ids=lambda p: str(p.relative_to(KERNELS)))
+def test_compiles_for_bn254(src, built):
+    """A cubin per (module, curve): the BN254 one beside BLS12-381's, with its own name and key."""
+    out, _nvcc, results = built
+    _name, _secs, err = results[(src, "bn254")]
+    assert err == "", f"nvcc failed on {src.name} for bn254:\n{err}"
+    target = out / loader.cubin_path(src.name, "sm_90", curve="bn254").name
+    assert sorted(out.glob(f"{src.stem}-bn254-sm_90-*.cubin")) == [target]
+    assert target.read_bytes()[:4] == b"\x7fELF"
+    assert target.name != loader.cubin_path(src.name, "sm_90").name  # negative: not BLS12-381's cubin
+
+
+def test_curve_is_part_of_the_key():
+    """BLS12-381 keeps its cubin names; another curve has its own; an unknown curve is refused."""
+    assert loader.cubin_path("ntt.cu", "sm_90").name.startswith("ntt-sm_90-")
+    assert loader.cubin_path("ntt.cu", "sm_90", curve="bn254").name.startswith("ntt-bn254-sm_90-")
+    assert loader.module_hash("ntt.cu", "sm_90", curve="bn254") != loader.module_hash("ntt.cu", "sm_90")
+    assert loader.module_hash("ntt.cu", "sm_90", ("CUZK_CURVE_BN254=1",)) == \
+        loader.module_hash("ntt.cu", "sm_90", curve="bn254")  # the curve is exactly its defines
+    with pytest.raises(ValueError, match="unknown curve 'bn256'"):
+        loader.cubin_path("ntt.cu", "sm_90", curve="bn256")
+    assert build.main(["--curve", "bn256", "--out", "/nonexistent-cuzk"]) == 2
 
 
 @pytest.mark.parametrize("src", LIBRARIES, ids=lambda p: str(p.relative_to(KERNELS)))
@@ -109,14 +139,16 @@ def test_build_without_nvcc_is_one_line_error(monkeypatch, capsys):
 
 def _limbs(text: str, name: str) -> int:
     m = re.search(rf"{name}\[\d+\]\s*=\s*\{{([^}}]*)\}}", text)
-    assert m, f"{name} not found in bls12_381.cuh"
+    assert m, f"{name} not found in the curve header"
     words = [int(w.strip().rstrip("u"), 16) for w in m.group(1).split(",")]
     return sum(w << (32 * i) for i, w in enumerate(words))
 
 
-def test_field_constants_match_field_py():
-    text = (KERNELS / "ff" / "bls12_381.cuh").read_text()
-    for tag, p, bits in (("FR", field.R_MOD, 256), ("FP", field.Q_MOD, 384)):
+@pytest.mark.parametrize("header, fr, fp, fp_bits", [("bls12_381.cuh", field.R_MOD, field.Q_MOD, 384),
+                                                     ("bn254.cuh", bn254.R, bn254.P, 256)])
+def test_field_constants_match_field_py(header, fr, fp, fp_bits):
+    text = (KERNELS / "ff" / header).read_text()
+    for tag, p, bits in (("FR", fr, 256), ("FP", fp, fp_bits)):
         R = 1 << bits
         assert _limbs(text, f"{tag}_MOD") == p
         assert _limbs(text, f"{tag}_ONE") == R % p
@@ -127,4 +159,5 @@ def test_field_constants_match_field_py():
         top = int(re.search(rf"struct {tag.lower()}_params.*?TOP = (0x[0-9a-f]+)u", text, re.DOTALL).group(1), 16)
         assert top == p >> (bits - 32)  # mul_sub_wide decides from it whether 3p < R
     # negative: the parser would notice a wrong modulus
-    assert _limbs(text.replace("0x73eda753u", "0x73eda754u"), "FR_MOD") != field.R_MOD
+    top = f"0x{fr >> 224:08x}u"
+    assert _limbs(text.replace(top, f"0x{(fr >> 224) + 1:08x}u"), "FR_MOD") != fr

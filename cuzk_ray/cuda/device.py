@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..field import FR_LIMBS, FR_MOD_LIMBS, FR_R, FR_TWO_ADICITY, R_MOD, FrVector, first_not_below_r
+from ..field import FR_LIMBS, FR_MOD_LIMBS, FR_TWO_ADICITY, R_MOD, FrVector, first_not_below_r
 from ..kernels.loader import require_cupy
 from ..ref.ntt import powers
 
@@ -28,23 +28,26 @@ THREADS = 256  # default block size of the one-thread-per-element kernels
 # Host-side helpers
 
 
-def mont_limbs(values) -> np.ndarray:
-    """int vector -> Montgomery-form ``uint64[len, 4]`` (x * 2^256 mod r)."""
-    vals = (np.asarray(values, dtype=object) * FR_R) % R_MOD
+def mont_limbs(values, modulus: int = R_MOD) -> np.ndarray:
+    """int vector -> Montgomery-form ``uint64[len, 4]`` (x * 2^256 mod r; modulus: another curve's r).
+    2^256 itself, not FR_R (2^256 reduced mod BLS12-381's r), so the factor is right for any r."""
+    vals = (np.asarray(values, dtype=object) * (1 << 256)) % modulus
     raw = b"".join(int(v).to_bytes(32, "little") for v in vals)
     return np.frombuffer(bytearray(raw), dtype="<u8").reshape(-1, FR_LIMBS)
 
 
-def two_level(g: int, log_n: int, factors) -> tuple[np.ndarray, np.ndarray, int]:
-    """Tables with g^j * f = hi[j >> L] * lo_f[j & (2^L - 1)] for j < 2^log_n and each f.
+def two_level(g: int, log_n: int, factors, modulus: int = R_MOD) -> tuple[np.ndarray, np.ndarray, int]:
+    """Tables with g^j * f = hi[j >> L] * lo_f[j & (2^L - 1)] for j < 2^log_n and each f, mod r
+    (or ``modulus``, another curve's r).
 
     Returns (hi, lo stacked per factor, L), Montgomery form; sizes 2^(log_n - L) and 2^L.
     """
+    m = modulus
     lo_bits = (log_n + 1) // 2
-    lo_base = powers(g, 1 << lo_bits)
-    hi = powers(pow(g, 1 << lo_bits, R_MOD), 1 << (log_n - lo_bits))
-    lo = np.concatenate([mont_limbs(lo_base * (f % R_MOD) % R_MOD) for f in factors])
-    return mont_limbs(hi), lo, lo_bits
+    lo_base = powers(g, 1 << lo_bits, modulus=m)
+    hi = powers(pow(g, 1 << lo_bits, m), 1 << (log_n - lo_bits), modulus=m)
+    lo = np.concatenate([mont_limbs(lo_base * (f % m) % m, m) for f in factors])
+    return mont_limbs(hi, m), lo, lo_bits
 
 
 def log2_size(n: int, what: str) -> int:

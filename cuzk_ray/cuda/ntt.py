@@ -15,6 +15,10 @@ Semantics match the CPU oracle (cuzk_ray.ref.ntt, cuzk_ray.ref.qap) bit for bit:
   compute_h(a, b, c)          = ref.qap.compute_h(a, b, c)
   compute_h_bellperson(a, b, c) = ref.bellperson_qap.compute_h(a, b, c, domain)  (m - 1 values)
 
+Curves: the domain names the curve (``Domain.of(n, "snarkjs", "bn254")``): its tables are built
+mod that curve's r and the kernels are ntt.cu compiled for it (kernels/loader.py CURVES), so the
+same entry points serve BLS12-381 and BN254.
+
 CuPy is imported lazily; without it (or without a GPU) every entry point raises RuntimeError
 saying what to install or do.
 """
@@ -23,9 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..curves import curve_named
 from ..domain import Domain, resolve
 from ..field import FR_LIMBS, FR_R, R_MOD, FrVector, fr_to_limbs, limbs_to_ints
-from ..kernels.loader import get_kernel, require_cupy
+from ..kernels.loader import DEFAULT_CURVE, get_kernel, require_cupy
 from ..ref.bellperson_qap import COSET_GENERATOR
 from ..ref.ntt import bit_reverse_permutation, powers
 from .device import NTT_TABLES, check_fr, check_fr_array, log2_size, mont_limbs, two_level
@@ -50,6 +55,17 @@ FOLD_SCALE = True
 # Device tables
 
 
+def _kernel(name: str, curve: str):
+    """A kernel of ntt.cu compiled for ``curve`` (a cuzk_ray.curves name)."""
+    return get_kernel(MODULE, name, DEFINES, curve)
+
+
+def _fr(curve: str) -> tuple[int, int]:
+    """(r, R mod r) of a curve's Fr: the modulus and the Montgomery factor (R = 2^256)."""
+    c = curve_named(curve)
+    return c.r, c.fr_r
+
+
 def _omega_table(d: Domain):
     """Twiddles level by level, tw[k - 1 + r] = w_(2k)^r for k = 1, 2, .., n/2 and r < k
     (n - 1 entries, Montgomery form), on the current device (cached per domain).
@@ -59,39 +75,41 @@ def _omega_table(d: Domain):
         cp = require_cupy()
         log_n = d.log_n
         half = 1 << (log_n - 1)
-        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1])
+        hi, lo, lo_bits = two_level(d.omega, log_n - 1, [1], d.r)
         tab = cp.empty((2 * half - 1, FR_LIMBS), dtype=cp.uint64)
-        get_kernel(MODULE, "powers_table", DEFINES)(
+        _kernel("powers_table", d.curve)(
             ((half + THREADS - 1) // THREADS,), (THREADS,),
             (tab[half - 1 :], np.uint64(half), cp.asarray(hi), cp.asarray(lo), np.int32(lo_bits)),
         )
         if half > 1:
-            get_kernel(MODULE, "twiddle_levels", DEFINES)(((half + THREADS - 1) // THREADS,), (THREADS,),
-                                                          (tab, np.int32(log_n)))
+            _kernel("twiddle_levels", d.curve)(((half + THREADS - 1) // THREADS,), (THREADS,),
+                                               (tab, np.int32(log_n)))
         return tab
 
     return NTT_TABLES.get(("omega", d), build)
 
 
-def _scale_table(g: int, log_n: int, factors: tuple):
+def _scale_table(g: int, log_n: int, factors: tuple, curve: str = DEFAULT_CURVE):
     def build():
         cp = require_cupy()
-        hi, lo, lo_bits = two_level(g, log_n, factors)
+        hi, lo, lo_bits = two_level(g, log_n, factors, _fr(curve)[0])
         return cp.asarray(hi), cp.asarray(lo), lo_bits
 
-    return NTT_TABLES.get(("scale", g, log_n, factors), build)
+    return NTT_TABLES.get(("scale", g, log_n, factors, curve), build)
 
 
-def fold_tables(g: int, log_n: int, k: int, factors: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def fold_tables(g: int, log_n: int, k: int, factors: tuple,
+                modulus: int = R_MOD) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Host tables of the scaled store on a last DIF pass of k bits (ntt.cu fold_block_factor):
     (st, shi, slo, slo_bits), Montgomery form. st holds, per factor f, the 2^k entries
     st[j] = f * g^(bitrev_k(j) << (log_n - k)); shi, slo the two-level table of g^m for
     m < 2^(log_n - k) (cuda.device.two_level). fold_factor mirrors the kernel's use of them."""
     if not 1 <= k <= log_n:
         raise ValueError(f"fold_tables: need 1 <= k <= log_n, got k={k}, log_n={log_n}")
-    rows = powers(pow(g, 1 << (log_n - k), R_MOD), 1 << k)[bit_reverse_permutation(1 << k)]
-    st = np.concatenate([mont_limbs(rows * (f % R_MOD) % R_MOD) for f in factors])
-    shi, slo, slo_bits = two_level(g, log_n - k, [1])
+    m = modulus  # r of the curve (BLS12-381's unless given)
+    rows = powers(pow(g, 1 << (log_n - k), m), 1 << k, modulus=m)[bit_reverse_permutation(1 << k)]
+    st = np.concatenate([mont_limbs(rows * (f % m) % m, m) for f in factors])
+    shi, slo, slo_bits = two_level(g, log_n - k, [1], m)
     return st, shi, slo, slo_bits
 
 
@@ -110,16 +128,16 @@ def fold_factor(tables, log_n: int, k: int, y: int, idx: int) -> int:
     return int(st[y * stride + j]) * block * r_inv * r_inv % R_MOD  # Montgomery product, then out of R
 
 
-def _fold_table(g: int, log_n: int, k: int, factors: tuple):
+def _fold_table(g: int, log_n: int, k: int, factors: tuple, curve: str = DEFAULT_CURVE):
     """fold_tables on the current device, cached per (g, log_n, k, factors), and st's stride
     per vector (0 when one factor serves every vector)."""
 
     def build():
         cp = require_cupy()
-        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors)
+        st, shi, slo, slo_bits = fold_tables(g, log_n, k, factors, _fr(curve)[0])
         return cp.asarray(st), cp.asarray(shi), cp.asarray(slo), slo_bits, (1 << k) if len(factors) > 1 else 0
 
-    return NTT_TABLES.get(("fold", g, log_n, k, factors), build)
+    return NTT_TABLES.get(("fold", g, log_n, k, factors, curve), build)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,14 +180,15 @@ PASS_THREADS: int | None = 128
 _NO_FOLD = (np.uint64(0), np.uint64(0), np.uint64(0), 0, 0)  # null tables: a pass without flags & 8
 
 
-def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO_FOLD) -> None:
+def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO_FOLD,
+                 curve: str = DEFAULT_CURVE) -> None:
     """One pass kernel launch; fold: _fold_table's entry for a scaled store (flags & 8)."""
     c = min(lo, 2)
     tile = 1 << (k + c)
     per_thread, max_threads = _PASS_GEOMETRY[PASS_KERNEL]
     threads = min(max(tile // per_thread, 1), max_threads, PASS_THREADS or max_threads)
     smem = tile * 32 * (2 if PASS_KERNEL in _TWIDDLES_IN_SHARED else 1)
-    kernel = get_kernel(MODULE, PASS_KERNEL, DEFINES)
+    kernel = _kernel(PASS_KERNEL, curve)
     st, shi, slo, slo_bits, st_stride = fold
     if smem > 48 * 1024 and kernel.max_dynamic_shared_size_bytes < smem:
         kernel.max_dynamic_shared_size_bytes = smem  # opt in beyond the default 48 KiB
@@ -180,7 +199,7 @@ def _launch_pass(src, dst, log_n: int, tw, lo: int, k: int, flags: int, fold=_NO
 
 
 def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: bool = False,
-                scale: tuple | None = None, overwrite_src: bool = False) -> None:
+                scale: tuple | None = None, overwrite_src: bool = False, curve: str = DEFAULT_CURVE) -> None:
     """All passes of one transform of every vector of src, result in dst (src == dst: in place).
 
     With bitrev_out the result is written in bit-reversed order; then dst must not alias src,
@@ -206,18 +225,19 @@ def _run_passes(src, dst, log_n: int, tw, inverse: bool, dit: bool, bitrev_out: 
             target = require_cupy().empty_like(src) if bitrev_out else dst
         flags = base | (4 if last and bitrev_out else 0)
         if last and scale is not None:  # the last DIF pass has lo = 0, as the kernel needs
-            _launch_pass(cur, target, log_n, tw, lo, k, flags | 8, _fold_table(scale[0], log_n, k, scale[1]))
+            _launch_pass(cur, target, log_n, tw, lo, k, flags | 8, _fold_table(scale[0], log_n, k, scale[1], curve),
+                         curve)
         else:
-            _launch_pass(cur, target, log_n, tw, lo, k, flags)
+            _launch_pass(cur, target, log_n, tw, lo, k, flags, curve=curve)
         cur = target
 
 
-def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool) -> None:
+def _scale(src, dst, log_n: int, g: int, factors: tuple, bitrev: bool, curve: str = DEFAULT_CURVE) -> None:
     """dst[y][i] = src[y][i] * g^j * factors[y or 0], j = i or bitrev(i); src may be dst."""
-    hi, lo, lo_bits = _scale_table(g, log_n, factors)
+    hi, lo, lo_bits = _scale_table(g, log_n, factors, curve)
     stride = (1 << lo_bits) if len(factors) > 1 else 0
     n = 1 << log_n
-    get_kernel(MODULE, "scale_powers", DEFINES)(
+    _kernel("scale_powers", curve)(
         ((n + THREADS - 1) // THREADS, src.shape[0]), (THREADS,),
         (src, dst, np.int32(log_n), hi, lo, np.int32(lo_bits), np.uint64(stride), np.int32(1 if bitrev else 0)),
     )
@@ -239,7 +259,7 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     cp = require_cupy()
     log_n = log2_size(x.shape[1], "ntt")
     d = resolve(domain, x.shape[1], "ntt")
-    shift = None if shift is None else int(shift) % R_MOD
+    shift = None if shift is None else int(shift) % d.r
     if shift == 0:
         raise ValueError("ntt: shift must be a non-zero Fr element")
     if log_n == 0:
@@ -250,8 +270,8 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
         src = x
         if shift not in (None, 1):
             src = cp.empty_like(x)
-            _scale(x, src, log_n, shift, (1,), bitrev=False)
-        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True)
+            _scale(x, src, log_n, shift, (1,), bitrev=False, curve=d.curve)
+        _run_passes(src, out, log_n, tw, inverse=False, dit=False, bitrev_out=True, curve=d.curve)
         return out
     _inverse_into(x, out, d, 1 if shift is None else shift)
     return out
@@ -262,13 +282,14 @@ def _inverse_into(src, dst, d: Domain, shift: int, overwrite_src: bool = False) 
     src and dst cupy ``uint64[batch, n, 4]``, n > 1, distinct. overwrite_src: src is scratch
     (no temporary buffer between the passes)."""
     log_n, tw = d.log_n, _omega_table(d)
-    g = pow(shift, -1, R_MOD)
+    g = pow(shift, -1, d.r)
     if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
         _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)),
-                    overwrite_src=overwrite_src)
+                    overwrite_src=overwrite_src, curve=d.curve)
     else:
-        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, overwrite_src=overwrite_src)
-        _scale(dst, dst, log_n, g, (d.n_inv,), bitrev=False)
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, overwrite_src=overwrite_src,
+                    curve=d.curve)
+        _scale(dst, dst, log_n, g, (d.n_inv,), bitrev=False, curve=d.curve)
 
 
 def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
@@ -288,10 +309,10 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     cp = require_cupy()
     d = resolve(domain, _abc_size(abc, "compute_h_device"), "compute_h")
     if d.log_n == 0:
-        return _h_n1(abc, c_over_r)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
+        return _h_n1(abc, c_over_r, d)  # n = 1: iNTT and NTT are identities and w_2^0 = 1
     _to_coset(abc, d, d.omega_2n, _h_factors(d, c_over_r, 1))
     h = cp.empty((d.n, FR_LIMBS), dtype=cp.uint64)
-    _h_pointwise(h, abc)
+    _h_pointwise(h, abc, d.curve)
     return h
 
 
@@ -318,8 +339,8 @@ def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_
     if d.log_n == 0:
         return cp.empty((0, FR_LIMBS), dtype=cp.uint64)  # m = 1: H has no coefficient
     g = COSET_GENERATOR
-    _to_coset(abc, d, g, _h_factors(d, c_over_r, pow(pow(g, n, R_MOD) - 1, -1, R_MOD)))
-    _h_pointwise(abc[2], abc)  # element i reads c_i before it writes q_i: in place is safe
+    _to_coset(abc, d, g, _h_factors(d, c_over_r, pow(pow(g, n, d.r) - 1, -1, d.r)))
+    _h_pointwise(abc[2], abc, d.curve)  # element i reads c_i before it writes q_i: in place is safe
     h = cp.empty((1, n, FR_LIMBS), dtype=cp.uint64)
     _inverse_into(abc[2:], h, d, g, overwrite_src=True)
     return h[0, : n - 1]
@@ -348,36 +369,36 @@ def _abc_size(abc, what: str) -> int:
 def _h_factors(d: Domain, c_over_r: bool, z_inv: int) -> tuple:
     """The scaling of a, b, c's coefficients before the coset NTT: 1/n each, R on b (h_pointwise's
     Montgomery product), R on c when it holds c / R, and z_inv on a and c (bellperson's 1/Z(g))."""
-    n_inv = d.n_inv
-    c_factor = n_inv * FR_R % R_MOD if c_over_r else n_inv
-    return (n_inv * z_inv % R_MOD, n_inv * FR_R % R_MOD, c_factor * z_inv % R_MOD)
+    n_inv, (r, mont) = d.n_inv, _fr(d.curve)
+    c_factor = n_inv * mont % r if c_over_r else n_inv
+    return (n_inv * z_inv % r, n_inv * mont % r, c_factor * z_inv % r)
 
 
 def _to_coset(abc, d: Domain, shift: int, factors: tuple) -> None:
     """abc (values on w^j) -> values on shift * w^j of its polynomials, each vector also scaled by
     n * its factor, in place: iNTT by DIF passes, coefficient i *= shift^i * factor (the last
     pass's store, FOLD_SCALE; else a scaling pass), NTT by DIT passes."""
-    log_n, tw = d.log_n, _omega_table(d)
+    log_n, tw, curve = d.log_n, _omega_table(d), d.curve
     if FOLD_SCALE:
-        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(shift, factors))
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, scale=(shift, factors), curve=curve)
     else:
-        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False)
-        _scale(abc, abc, log_n, shift, factors, bitrev=True)
-    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True)
+        _run_passes(abc, abc, log_n, tw, inverse=True, dit=False, curve=curve)
+        _scale(abc, abc, log_n, shift, factors, bitrev=True, curve=curve)
+    _run_passes(abc, abc, log_n, tw, inverse=False, dit=True, curve=curve)
 
 
-def _h_pointwise(out, abc) -> None:
+def _h_pointwise(out, abc, curve: str = DEFAULT_CURVE) -> None:
     """out_j = a_j (b_j R) - c_j (kernels/ntt.cu h_pointwise); out may be abc[2]."""
     n = abc.shape[1]
-    get_kernel(MODULE, "h_pointwise", DEFINES)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, abc, np.uint64(n)))
+    _kernel("h_pointwise", curve)(((n + THREADS - 1) // THREADS,), (THREADS,), (out, abc, np.uint64(n)))
 
 
-def _h_n1(abc, c_over_r: bool):
+def _h_n1(abc, c_over_r: bool, d: Domain):
     cp = require_cupy()
     a, b, c = limbs_to_ints(cp.asnumpy(abc.reshape(3, FR_LIMBS)))
     if c_over_r:  # abc[2] holds c / R
-        c = c * FR_R
-    return cp.asarray(fr_to_limbs([(a * b - c) % R_MOD]))
+        c = c * _fr(d.curve)[1]
+    return cp.asarray(fr_to_limbs([(a * b - c) % d.r]))
 
 
 def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str | None = None) -> np.ndarray:

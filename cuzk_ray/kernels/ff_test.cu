@@ -6,7 +6,7 @@
 // (9: mul_wide, the 64-bit-pair multiplication, a*b*R^-1 like 8; 10: sqr_wide, a*a*R^-1; 11: mul_f64,
 // the FP64-product multiplication of ff/mont_f64.cuh, a*b*R^-1; 12: mul_kara, the Karatsuba product
 // with sqr_wide's reduction, a*b*R^-1; 13: mul_sub_wide(a, b, a + b, b - a), (a b - (a + b)(b - a)) R^-1).
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 #include "ff/mont_f64.cuh"
 
 enum { OP_ADD = 0, OP_SUB, OP_MUL, OP_SQR, OP_INV, OP_NEG, OP_TO_MONT, OP_FROM_MONT, OP_RAW_MUL, OP_RAW_MUL_WIDE,
@@ -46,7 +46,7 @@ extern "C" __global__ void fp_test(const u32* a, const u32* b, u32* out, int op,
 }
 
 // Fp2: element i is (c0, c1) at limbs [2i], [2i+1] (uint64[n, 2, 6]). op 0 = mul, 1 = sqr,
-// 2 = mul_lazy, 3 = mul_sub_lazy(x, y, x + y, y - x) (ff/bls12_381.cuh).
+// 2 = mul_lazy, 3 = mul_sub_lazy(x, y, x + y, y - x) (ff/fp2.cuh).
 extern "C" __global__ void fp2_test(const u32* a, const u32* b, u32* out, int op, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;

@@ -11,7 +11,7 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
-#include "ec/bls12_381_groups.cuh"
+#include "ec/groups.cuh"
 
 template <class F>
 __device__ __forceinline__ void fixed_base_impl(const u32* table, const u32* scalars, u32 n, u32* out) {

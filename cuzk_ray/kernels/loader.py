@@ -2,7 +2,7 @@
 
 Every ``.cu`` file is one module. The source is read from disk, prefixed with ``#line 1 "<path>"``
 so compiler errors name the file, and compiled with this directory on the include path
-(``#include "ff/bls12_381.cuh"``) for the current device's compute capability. Modules and their
+(``#include "ff/curve.cuh"``) for the current device's compute capability. Modules and their
 kernels are cached per (file, defines, device): a process compiles each module once per GPU
 (CuPy also keeps a disk cache under ~/.cupy/kernel_cache, so later processes skip NVRTC).
 
@@ -13,6 +13,12 @@ hash of the module's own source, every header (.cuh), the options and the target
 cubin is never loaded and a change to one module (or to a test-only module, TEST_MODULES) does
 not invalidate the others; a cubin the driver refuses is skipped with a warning and NVRTC
 compiles instead.
+
+Curves: every module is one source for every curve (``ff/curve.cuh`` and ``ec/groups.cuh`` pick
+the fields and groups at compile time); ``CURVES`` maps a curve name to the defines that select
+it, and a module is compiled (and cached, and precompiled) once per (module, curve). BLS12-381
+is the default and its cubins keep their names and keys (``msm-sm_90-<hash>.cubin``); another
+curve's carry its name (``msm-bn254-sm_90-<hash>.cubin``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ KERNEL_DIR = Path(__file__).resolve().parent
 STD = "-std=c++17"
 TEST_MODULES = ("ff_test.cu",)  # kernels only the tests use: built by kernels.build on request (--tests)
 LIBRARIES = ("host/radix_sort.cu",)  # host-callable shared libraries (nvcc -shared; loaded with ctypes)
+DEFAULT_CURVE = "bls12381"
+# The defines that compile a module for a curve (ff/curve.cuh); BLS12-381 needs none, so its
+# cubin keys are what they were before curves were a parameter.
+CURVES = {"bls12381": (), "bn254": ("CUZK_CURVE_BN254=1",)}
 
 log = logging.getLogger(__name__)
 
@@ -79,11 +89,20 @@ def cubin_dir() -> Path:
     return Path(os.environ.get("CUZK_CUBIN_DIR") or Path.home() / ".cache" / "cuzk-ray" / "cubin")
 
 
-def module_hash(name: str, arch: str, defines: tuple = ()) -> str:
+def curve_defines(curve: str) -> tuple:
+    """The defines that select ``curve`` (CURVES); ValueError naming the known curves otherwise."""
+    try:
+        return CURVES[curve]
+    except KeyError:
+        raise ValueError(f"kernels: unknown curve {curve!r}; known: {sorted(CURVES)}") from None
+
+
+def module_hash(name: str, arch: str, defines: tuple = (), curve: str = DEFAULT_CURVE) -> str:
     """Hash of the module name, its source, every header (a .cuh change reaches every module that
-    may include it), the options and the target: the key of a precompiled cubin. Other modules'
-    sources are not in it (a module includes headers only), so editing one .cu (ff_test.cu, say)
-    leaves the other modules' cubins valid."""
+    may include it), the options (the curve's defines first) and the target: the key of a
+    precompiled cubin. Other modules' sources are not in it (a module includes headers only), so
+    editing one .cu (ff_test.cu, say) leaves the other modules' cubins valid."""
+    defines = curve_defines(curve) + tuple(defines)
     h = hashlib.sha256(f"{name}\0{arch}\0{STD}\0{defines!r}\0".encode())
     own = KERNEL_DIR / name
     for path in sorted(p for p in KERNEL_DIR.rglob("*") if p.suffix == ".cuh" or p == own):
@@ -91,8 +110,14 @@ def module_hash(name: str, arch: str, defines: tuple = ()) -> str:
     return h.hexdigest()[:24]
 
 
-def cubin_path(name: str, arch: str, defines: tuple = ()) -> Path:
-    return cubin_dir() / f"{Path(name).stem}-{arch}-{module_hash(name, arch, defines)}.cubin"
+def cubin_stem(name: str, arch: str, curve: str = DEFAULT_CURVE) -> str:
+    """The part of a cubin's file name before its hash: module, curve (except BLS12-381's), target."""
+    tag = "" if curve == DEFAULT_CURVE else f"-{curve}"
+    return f"{Path(name).stem}{tag}-{arch}"
+
+
+def cubin_path(name: str, arch: str, defines: tuple = (), curve: str = DEFAULT_CURVE) -> Path:
+    return cubin_dir() / f"{cubin_stem(name, arch, curve)}-{module_hash(name, arch, defines, curve)}.cubin"
 
 
 def library_path(name: str, arch: str) -> Path:
@@ -123,8 +148,8 @@ def load_library(name: str, arch: str):
         return _modules[key]
 
 
-def _load_cubin(cupy, name: str, arch: str, defines: tuple, first_kernel: str):
-    path = cubin_path(name, arch, defines)
+def _load_cubin(cupy, name: str, arch: str, defines: tuple, first_kernel: str, curve: str):
+    path = cubin_path(name, arch, defines, curve)
     if not path.is_file():
         return None
     try:
@@ -136,13 +161,14 @@ def _load_cubin(cupy, name: str, arch: str, defines: tuple, first_kernel: str):
         return None
 
 
-def _compile(cupy, name: str, defines: tuple, first_kernel: str):
+def _compile(cupy, name: str, defines: tuple, first_kernel: str, curve: str):
     global _explicit_arch_ok
     cc = cupy.cuda.Device().compute_capability  # e.g. "90"
-    mod = _load_cubin(cupy, name, f"sm_{cc}", defines, first_kernel)
+    mod = _load_cubin(cupy, name, f"sm_{cc}", defines, first_kernel, curve)
     if mod is not None:
         return mod
     src = source(name)
+    defines = curve_defines(curve) + defines
     if _explicit_arch_ok:
         try:
             mod = cupy.RawModule(code=src, options=options(f"sm_{cc}", defines))
@@ -157,18 +183,20 @@ def _compile(cupy, name: str, defines: tuple, first_kernel: str):
     return mod
 
 
-def get_kernel(module: str, kernel: str, defines: tuple = ()):
-    """The RawKernel ``kernel`` of kernels/<module>, compiled once per (module, defines, device)."""
+def get_kernel(module: str, kernel: str, defines: tuple = (), curve: str = DEFAULT_CURVE):
+    """The RawKernel ``kernel`` of kernels/<module> compiled for ``curve`` (CURVES), once per
+    (module, defines, curve, device)."""
+    curve_defines(curve)  # an unknown curve fails here, naming the known ones
     cupy = require_cupy()
     dev = cupy.cuda.Device().id
-    key = (module, tuple(defines), dev, kernel)
+    key = (module, tuple(defines), curve, dev, kernel)
     fn = _kernels.get(key)
     if fn is not None:
         return fn
     with _lock:
-        mkey = key[:3]
+        mkey = key[:4]
         mod = _modules.get(mkey)
         if mod is None:
-            mod = _modules[mkey] = _compile(cupy, module, tuple(defines), kernel)
+            mod = _modules[mkey] = _compile(cupy, module, tuple(defines), kernel, curve)
         fn = _kernels[key] = mod.get_function(kernel)
     return fn

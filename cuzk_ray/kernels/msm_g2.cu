@@ -11,7 +11,7 @@
 #ifndef MONT_MUL_WIDE
 #define MONT_MUL_WIDE 1
 #endif
-// Fp2 products lazily reduced (ff/bls12_381.cuh mul_lazy: 2 reductions per Fp2 mul instead of 3).
+// Fp2 products lazily reduced (ff/fp2.cuh mul_lazy: 2 reductions per Fp2 mul instead of 3).
 // H200, G2 2^24 uniform (docs/BENCHMARKS.md, tenth session): 1 (operator* only) 377.3 ms against
 // 424.7 for 0 (the Karatsuba of 3 reduced Fp mul); 2 (also mul_sub_lazy for a b - c d, 2
 // reductions instead of 6) 476.5: its four-operand call holds more of the callers' registers

@@ -24,7 +24,7 @@
 //  flags & 1: inverse twiddles (no 1/n factor: scale separately, or on store with flags & 8).
 //  flags & 8: the last DIF pass multiplies each element by its coset / 1/n factor as it stores it
 //             (scaled store, see fold_block_factor below): an iNTT needs no separate scale_powers pass.
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 
 typedef fr_t F;
 #define NTT_MAX_TILE 1024

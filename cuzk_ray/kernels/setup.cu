@@ -2,7 +2,7 @@
 // cuda/setup.py): Lagrange values at tau on a coset of the domain, and the linear combinations
 // that turn u, v, w into the key's scalars. The transposed products u = A^T L ... are spmv_csr
 // (spmv.cu). All vectors standard-form Fr, 8 x 32-bit words per element.
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 
 typedef fr_t F;
 

@@ -13,7 +13,7 @@
 // Every product here by mul_wide (ff/mont32.cuh: Fr 52-54 G mul/s on the H200 against 36 for the
 // CIOS operator*); the same bits.
 #define MONT_MUL_WIDE 1
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 
 typedef fr_t F;
 

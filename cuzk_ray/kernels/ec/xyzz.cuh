@@ -7,7 +7,7 @@
 // Exceptional cases (equal or opposite inputs, infinity) are handled. Neither curve has points
 // of order 2 (y != 0 on the curve), which the doubling formulas rely on.
 #pragma once
-#include "ff/bls12_381.cuh"
+#include "ff/curve.cuh"
 
 // How the point formulas are compiled: inlined (default), or out of line when a module defines
 // XYZZ_INLINE (e.g. -DXYZZ_INLINE=__noinline__ for G2, whose kernels run out of registers).
