@@ -58,6 +58,11 @@ class MultiEq:
         self.close()
         return False
 
+    @property
+    def tape(self):
+        """The wrapped constraint system's witness tape (or None)."""
+        return self.cs.tape
+
     def alloc(self, value, name: str = "") -> int:
         return self.cs.alloc(value, name)
 
