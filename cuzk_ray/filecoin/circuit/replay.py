@@ -90,9 +90,10 @@ def _operands(tape: WitnessTape, slot: np.ndarray, is_fr: np.ndarray) -> tuple:
     bit_a = (op >= XOR) & (op <= MAJ) & ((a["flags"] & 3) < 2)
     bit_b = (op >= XOR) & (op <= MAJ) & ((a["flags"] >> 2 & 3) < 2)
     bit_c = (((op == CH) | (op == MAJ)) & ((a["flags"] >> 4 & 3) < 2)) | ((op == SELECT) & ((a["flags"] >> 4 & 3) < 2))
-    for name, refs, need_fr, mask in (("a", a["a"], True, fr_a), ("b", a["b"], True, fr_b), ("t_ref", a["t_ref"], True, fr_t),
-                                      ("a", a["a"], False, bit_a), ("b", a["b"], False, bit_b),
-                                      ("c", a["c"], False, bit_c), ("t_ref", a["t_ref"], False, bit_t)):
+    checks = (("a", True, fr_a), ("b", True, fr_b), ("t_ref", True, fr_t), ("a", False, bit_a), ("b", False, bit_b),
+              ("c", False, bit_c), ("t_ref", False, bit_t))
+    for name, need_fr, mask in checks:
+        refs = a[name]
         wrong = np.flatnonzero(mask & (is_fr[refs] != need_fr))
         if len(wrong):
             kind = "a field element" if need_fr else "a bit"
@@ -350,15 +351,6 @@ def _gather(pl: ReplayPlan, blocks: int, bits: np.ndarray, fr: np.ndarray) -> Co
     values = np.empty((int(counts.sum()), FR_LIMBS), dtype=np.uint64)
     _gather_values(geo, pl.slot, fr, pl.p_fr, pl.b_fr, full_bm, starts, values)
     return CompactWitness(n, full_bm, bit_bm, values)
-
-
-def fast_witness(pl: ReplayPlan, c1, k: int) -> CompactWitness:
-    """Partition ``k`` of a C1 output's witness, computed from the tape (``plan(load_tape(...))``)."""
-    from .free_values import free_values
-    from .stacked import stacked_circuit_from_c1
-
-    circuit = stacked_circuit_from_c1(c1, k)
-    return replay_circuit(pl, free_values(circuit), len(circuit.proofs))
 
 
 def check_block(pl: ReplayPlan, witness, blk: int) -> int:

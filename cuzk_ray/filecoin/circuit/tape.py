@@ -85,7 +85,9 @@ class TapeRecorder:
     them (aux j >= 0, input i as -1 - i). Attach it as a constraint system's ``tape``."""
 
     def __init__(self, constraints: bool = False):
-        self.cols = {name: array("q") for name in OP_COLUMNS + TERM_COLUMNS + CONSTRAINT_COLUMNS}
+        # rows interleaved in one array per table: one extend() per op is the cheapest append
+        self.ops, self.terms = array("q"), array("q")
+        self.cols = {name: array("q") for name in CONSTRAINT_COLUMNS}
         self.keep_constraints = constraints
         self.consts: dict[int, int] = {}
         self.n_free = 0
@@ -96,14 +98,14 @@ class TapeRecorder:
         return self.consts.setdefault(value, len(self.consts))
 
     def _op(self, op: int, out: int, a=0, b=0, c=0, flags=0, n=1, k=0, nt=0) -> None:
-        cols = self.cols
-        for name, v in zip(OP_COLUMNS, (op, out, a, b, c, flags, n, k, nt)):
-            cols[name].append(v)
+        self.ops.extend((op, out, a, b, c, flags, n, k, nt))
 
     def _term(self, ref: int, flag: int, coeff: int) -> None:
-        self.cols["t_ref"].append(ref)
-        self.cols["t_flag"].append(flag)
-        self.cols["t_coeff"].append(coeff)
+        self.terms.extend((ref, flag, coeff))
+
+    @property
+    def n_ops(self) -> int:
+        return len(self.ops) // len(OP_COLUMNS)
 
     def _next_free(self) -> int:
         self.n_free += 1
@@ -166,12 +168,18 @@ class TapeRecorder:
         for lc in (a, b, c):
             row = lc.row()
             self.cols["c_n"].append(len(row))
-            for var, coeff in row:
-                self.cols["c_ref"].append(var)
-                self.cols["c_coeff"].append(self.const(coeff))
+            consts, refs, coeffs = self.consts, self.cols["c_ref"], self.cols["c_coeff"]
+            for var, coeff in row:  # coefficients of a row are already reduced
+                refs.append(var)
+                coeffs.append(consts.setdefault(coeff, len(consts)))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: np.frombuffer(col, dtype=np.int64) for name, col in self.cols.items()}
+        """Every column as an int64 array (views of the recorder's buffers)."""
+        out = {name: np.frombuffer(col, dtype=np.int64) for name, col in self.cols.items()}
+        for names, rows in ((OP_COLUMNS, self.ops), (TERM_COLUMNS, self.terms)):
+            table = np.frombuffer(rows, dtype=np.int64).reshape(-1, len(names))
+            out.update((name, table[:, i]) for i, name in enumerate(names))
+        return out
 
 
 class TapeCS(RecordingCS):
@@ -203,7 +211,7 @@ class Counts:
 
 def counts(cs: TapeCS) -> Counts:
     t = cs.tape
-    return Counts(cs.num_aux, cs.num_inputs, len(t.cols["op"]), t.n_free, len(t.cols["c_n"]) // 3)
+    return Counts(cs.num_aux, cs.num_inputs, t.n_ops, t.n_free, len(t.cols["c_n"]) // 3)
 
 
 @dataclass(frozen=True)
@@ -260,7 +268,8 @@ def _local(refs: np.ndarray, prefix: Counts, block: Counts) -> tuple[np.ndarray,
     t = idx - p_count
     in_prefix = t < 0
     blk = np.where(in_prefix, -1, t // b_count)
-    base = np.where(in_prefix, np.where(is_in, prefix.aux, 0), prefix.aux + prefix.inputs + np.where(is_in, block.aux, 0))
+    block_base = prefix.aux + prefix.inputs + np.where(is_in, block.aux, 0)
+    base = np.where(in_prefix, np.where(is_in, prefix.aux, 0), block_base)
     local = base + np.where(in_prefix, idx, t % b_count)
     return local, blk
 
