@@ -9,7 +9,8 @@ synthesizer, per sector size:
 synthesizer with the tape attached (the reference witness, the tape and its constraints come out of
 the same run: "reference s"), then the fast witness from the C1 (after one warm-up call: numba's
 compile is cached on disk) compared bit for bit, and checked against the tape's constraints block
-by block. 32 GiB: the consistent C1 of jobs/make_c1_32g.py (c1_synthetic), the tape recorded from
+by block; the tape recorded from the blank circuit of one challenge (what ``witness_tape`` does)
+must equal the one folded from the valued partition. 32 GiB: the consistent C1 of jobs/make_c1_32g.py (c1_synthetic), the tape recorded from
 the blank circuit of one challenge (with its constraints), the fast witness of partition 0 (18
 blocks), every block checked against the constraints, and a tampered column row refused. No
 reference witness at 32 GiB (18 x ~2 min of Python). A timing, not a test.
@@ -59,7 +60,7 @@ def sealed(name: str) -> dict:
 
     from cuzk_ray.field import fr_to_limbs
     from cuzk_ray.filecoin import fr32, registry, seal
-    from cuzk_ray.filecoin.circuit.fast_witness import fast_witness
+    from cuzk_ray.filecoin.circuit.fast_witness import fast_witness, witness_tape
     from cuzk_ray.filecoin.circuit.replay import plan
     from cuzk_ray.filecoin.circuit.stacked import stacked_circuit_from_c1, synthesize_stacked
     from cuzk_ray.filecoin.circuit.tape import record_tape
@@ -77,8 +78,11 @@ def sealed(name: str) -> dict:
     fast_witness(pl, c1, 0)  # warm-up (numba compile or cache load)
     w, fast_s = timed(lambda: fast_witness(pl, c1, 0))
     bad = fast_witness(pl, tamper_row(c1), 0)
+    blank = witness_tape(proof.config, constraints=True)  # what production records: the blank circuit's
+    same = blank.layout == tape.layout and all(np.array_equal(blank.arrays[k], v) for k, v in tape.arrays.items())
     return {"size": name, "wires": len(w), "blocks": len(circuit.proofs), "reference_s": ref_s, "fast_s": fast_s,
-            "equal": "equal" if w == reference else "DIFFERS", "check": checked(pl, w, bad)}
+            "equal": "equal" if w == reference else "DIFFERS",
+            "check": f"{checked(pl, w, bad)}; blank tape {'equal' if same else 'DIFFERS'}"}
 
 
 def partition_32g() -> dict:

@@ -59,8 +59,8 @@ class ReplayPlan:
     consts_mont: np.ndarray  # uint64[q, 4], Montgomery form
 
 
-def _coverage(tape: WitnessTape) -> tuple[np.ndarray, np.ndarray]:
-    """(written, is_fr) per local id; ValueError unless every variable but ONE is written once."""
+def _coverage(tape: WitnessTape) -> np.ndarray:
+    """Which local ids hold field elements; ValueError unless every variable but ONE is written once."""
     a, lay = tape.arrays, tape.layout
     n_local = lay.p + lay.b
     n = a["n"]
@@ -75,7 +75,7 @@ def _coverage(tape: WitnessTape) -> tuple[np.ndarray, np.ndarray]:
                          f"{expected[bad[0]]} (an allocation site without a tape op?)")
     is_fr = np.zeros(n_local, dtype=bool)
     is_fr[a["out"][np.isin(a["op"], FR_OPS)]] = True
-    return written, is_fr
+    return is_fr
 
 
 def _operands(tape: WitnessTape, slot: np.ndarray, is_fr: np.ndarray) -> tuple:
@@ -106,7 +106,7 @@ def _operands(tape: WitnessTape, slot: np.ndarray, is_fr: np.ndarray) -> tuple:
 
 def plan(tape: WitnessTape) -> ReplayPlan:
     """The replay form of a tape (checked: every variable written once, operands of the right kind)."""
-    _, is_fr = _coverage(tape)
+    is_fr = _coverage(tape)
     slot = np.where(is_fr, np.cumsum(is_fr) - 1, -1).astype(np.int64)
     p = tape.layout.p
     mont = fr_to_limbs([int(v) * FR_R % R_MOD for v in limbs_to_ints(tape.consts)])

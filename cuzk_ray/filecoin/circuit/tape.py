@@ -366,10 +366,18 @@ def save_tape(path, tape: WitnessTape) -> Path:
     meta = {"format": FORMAT, "version": VERSION, "prefix": asdict(tape.layout.prefix),
             "block": asdict(tape.layout.block)}
     buf = io.BytesIO()
-    np.savez(buf, consts=tape.consts, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **tape.arrays)
+    np.savez(buf, consts=tape.consts, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+             **{name: _narrow(col) for name, col in tape.arrays.items()})
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(path, buf.getvalue())
     return Path(path)
+
+
+def _narrow(col: np.ndarray) -> np.ndarray:
+    """The column in the smallest integer type that holds it (op codes fit int8, ids int32)."""
+    lo, hi = (int(col.min()), int(col.max())) if len(col) else (0, 0)
+    dtype = next(t for t in (np.int8, np.int16, np.int32, np.int64) if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max)
+    return col.astype(dtype)
 
 
 def load_tape(path) -> WitnessTape:
@@ -390,7 +398,7 @@ def load_tape(path) -> WitnessTape:
         missing = [n for n in OP_COLUMNS + TERM_COLUMNS + CONSTRAINT_COLUMNS + ("consts",) if n not in z.files]
         if missing:
             raise ValueError(f"{path}: field {missing[0]!r} is missing")
-        arrays = {n: z[n] for n in OP_COLUMNS + TERM_COLUMNS + CONSTRAINT_COLUMNS}
+        arrays = {n: z[n].astype(np.int64) for n in OP_COLUMNS + TERM_COLUMNS + CONSTRAINT_COLUMNS}
         consts = z["consts"]
     layout = TapeLayout(Counts(**meta["prefix"]), Counts(**meta["block"]))
     n_ops = layout.prefix.ops + layout.block.ops
