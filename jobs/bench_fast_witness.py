@@ -10,10 +10,11 @@ synthesizer with the tape attached (the reference witness, the tape and its cons
 the same run: "reference s"), then the fast witness from the C1 (after one warm-up call: numba's
 compile is cached on disk) compared bit for bit, and checked against the tape's constraints block
 by block; the tape recorded from the blank circuit of one challenge (what ``witness_tape`` does)
-must equal the one folded from the valued partition. 32 GiB: the consistent C1 of jobs/make_c1_32g.py (c1_synthetic), the tape recorded from
-the blank circuit of one challenge (with its constraints), the fast witness of partition 0 (18
-blocks), every block checked against the constraints, and a tampered column row refused. No
-reference witness at 32 GiB (18 x ~2 min of Python). A timing, not a test.
+must equal the one folded from the valued partition. 32 GiB: the consistent C1 of
+jobs/make_c1_32g.py (c1_synthetic), the tape recorded from the blank circuit of one challenge (with
+its constraints), the fast witness of partition 0 (18 blocks), every block checked against the
+constraints, and a tampered column row refused. No reference witness at 32 GiB (18 x ~2 min of
+Python). A timing, not a test.
 """
 
 from __future__ import annotations
