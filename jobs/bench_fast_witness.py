@@ -4,6 +4,7 @@ synthesizer, per sector size:
     python jobs/bench_fast_witness.py                 # 2 KiB and 8 MiB (sealed here), then 32 GiB
     python jobs/bench_fast_witness.py --no-32g        # only the sealed sizes
     python jobs/bench_fast_witness.py --threads 16    # numba threads (default: every core)
+    python jobs/bench_fast_witness.py --cache DIR     # the 32 GiB tape recorded once (~4 min), then read
 
 2 KiB and 8 MiB: a sector sealed here, its C1, partition 0 synthesized once by the reference
 synthesizer with the tape attached (the reference witness, the tape and its constraints come out of
@@ -86,7 +87,7 @@ def sealed(name: str) -> dict:
             "check": f"{checked(pl, w, bad)}; blank tape {'equal' if same else 'DIFFERS'}"}
 
 
-def partition_32g() -> dict:
+def partition_32g(cache_dir) -> dict:
     import numpy as np
 
     from cuzk_ray.filecoin import c1_synthetic, registry
@@ -95,9 +96,9 @@ def partition_32g() -> dict:
 
     proof = registry.registered_seal_proof("StackedDrg32GiBV1_1")
     c1, gen_s = timed(lambda: c1_synthetic.synthetic_c1(proof, *IDS, np.random.default_rng(0)))
-    tape, rec_s = timed(lambda: witness_tape(proof.config, constraints=True))
+    tape, rec_s = timed(lambda: witness_tape(proof.config, cache_dir, constraints=True))
     pl = plan(tape)
-    print(f"  32 GiB: C1 generated in {gen_s:.1f} s, tape of one block recorded in {rec_s:.1f} s "
+    print(f"  32 GiB: C1 generated in {gen_s:.1f} s, tape of one block recorded (or read) in {rec_s:.1f} s "
           f"({tape.layout.block.ops:,} ops, {tape.layout.block.constraints:,} constraints per block)", flush=True)
     fast_witness(pl, c1, 0)  # warm-up
     times = []
@@ -113,6 +114,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-32g", dest="p32g", action="store_false", help="skip the 32 GiB partition")
     ap.add_argument("--threads", type=int, default=0, help="numba threads (0: every core)")
+    ap.add_argument("--cache", help="a directory for the 32 GiB tape (recorded once, then read)")
     args = ap.parse_args()
     import numba
 
@@ -123,7 +125,7 @@ def main() -> None:
         rows.append(sealed(name))
         print(f"  {name} done", flush=True)
     if args.p32g:
-        rows.append(partition_32g())
+        rows.append(partition_32g(args.cache))
     print(f"\n  numba threads: {numba.get_num_threads()} (of {os.cpu_count()} cores)")
     head = ("partition", "wires", "blocks", "reference s", "fast s", "fast == ref")
     print("  {:<22} {:>12} {:>6} {:>12} {:>8}  {:<13} check".format(*head))
