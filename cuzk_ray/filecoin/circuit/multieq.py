@@ -23,6 +23,7 @@ class MultiEq:
 
     def __init__(self, cs):
         self.cs = cs
+        self.tape = cs.tape  # the wrapped CS's witness tape (or None), read by every gadget's allocation
         self.ops = 0
         self.bits_used = 0
         self.lhs = LinearCombination()
@@ -57,11 +58,6 @@ class MultiEq:
     def __exit__(self, *exc) -> bool:
         self.close()
         return False
-
-    @property
-    def tape(self):
-        """The wrapped constraint system's witness tape (or None)."""
-        return self.cs.tape
 
     def alloc(self, value, name: str = "") -> int:
         return self.cs.alloc(value, name)
