@@ -32,7 +32,7 @@ class AllocatedBit:
 
 
 def alloc_bit(cs, value: bool | None) -> AllocatedBit:
-    """Allocate a bit and enforce (1 - a) * a = 0."""
+    """Allocate a bit and enforce (1 - a) * a = 0 (the caller tells a witness tape where the value comes from)."""
     var = cs.alloc(_fr(value), "boolean")
     cs.enforce("boolean constraint", LinearCombination().add(ONE).sub(var), LinearCombination().add(var),
                LinearCombination())
@@ -51,6 +51,8 @@ def bit_xor(cs, a: AllocatedBit, b: AllocatedBit) -> AllocatedBit:
     """c = a xor b, enforced as (a + a) * b = a + b - c."""
     value = _both(lambda x, y: x != y, a.value, b.value)
     c = cs.alloc(_fr(value), "xor result")
+    if cs.tape is not None:
+        cs.tape.bit_op("xor", c, a, b)
     cs.enforce("xor constraint", LinearCombination().add(a.variable).add(a.variable),
                LinearCombination().add(b.variable),
                LinearCombination().add(a.variable).add(b.variable).sub(c))
@@ -61,6 +63,8 @@ def bit_and(cs, a: AllocatedBit, b: AllocatedBit) -> AllocatedBit:
     """c = a and b, enforced as a * b = c."""
     value = _both(lambda x, y: x and y, a.value, b.value)
     c = cs.alloc(_fr(value), "and result")
+    if cs.tape is not None:
+        cs.tape.bit_op("and", c, a, b)
     cs.enforce("and constraint", LinearCombination().add(a.variable), LinearCombination().add(b.variable),
                LinearCombination().add(c))
     return AllocatedBit(c, value)
@@ -70,6 +74,8 @@ def bit_and_not(cs, a: AllocatedBit, b: AllocatedBit) -> AllocatedBit:
     """c = a and not b, enforced as a * (1 - b) = c."""
     value = _both(lambda x, y: x and not y, a.value, b.value)
     c = cs.alloc(_fr(value), "and not result")
+    if cs.tape is not None:
+        cs.tape.bit_op("and_not", c, a, b)
     cs.enforce("and not constraint", LinearCombination().add(a.variable),
                LinearCombination().add(ONE).sub(b.variable), LinearCombination().add(c))
     return AllocatedBit(c, value)
@@ -79,6 +85,8 @@ def bit_nor(cs, a: AllocatedBit, b: AllocatedBit) -> AllocatedBit:
     """c = (not a) and (not b), enforced as (1 - a) * (1 - b) = c."""
     value = _both(lambda x, y: not x and not y, a.value, b.value)
     c = cs.alloc(_fr(value), "nor result")
+    if cs.tape is not None:
+        cs.tape.bit_op("nor", c, a, b)
     cs.enforce("nor constraint", LinearCombination().add(ONE).sub(a.variable),
                LinearCombination().add(ONE).sub(b.variable), LinearCombination().add(c))
     return AllocatedBit(c, value)
@@ -240,6 +248,8 @@ def sha256_ch(cs, a: Boolean, b: Boolean, c: Boolean) -> Boolean:
             return negate(and_(cs, negate(a), negate(c)))
     # a may still be Constant(true): then ch = b xor c, and the general constraint below holds
     ch = cs.alloc(_fr(value), "ch")
+    if cs.tape is not None:
+        cs.tape.bit_op("ch", ch, a, b, c)
     # a * (b - c) = ch - c
     cs.enforce("ch computation", sub_from_lc(c, add_to_lc(b, LinearCombination())),
                add_to_lc(a, LinearCombination()), sub_from_lc(c, LinearCombination().add(ch)))
@@ -265,6 +275,8 @@ def sha256_maj(cs, a: Boolean, b: Boolean, c: Boolean) -> Boolean:
         case (Constant(value=True), _, _):
             return negate(and_(cs, negate(b), negate(c)))
     maj = cs.alloc(_fr(value), "maj")
+    if cs.tape is not None:
+        cs.tape.bit_op("maj", maj, a, b, c)
     with cs.namespace("b and c"):
         bc = and_(cs, b, c)
     lhs = sub_from_lc(c, sub_from_lc(b, add_to_lc(bc, LinearCombination(), 2)))

@@ -35,6 +35,8 @@ def add(cs, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
     v = None if a.value is None or b.value is None else (a.value + b.value) % R_MOD
     with cs.namespace("add_num"):
         res = AllocatedNum.alloc(cs, v)
+        if cs.tape is not None:
+            cs.tape.linear(res.variable, ((a.variable, 1), (b.variable, 1)))
     sum_(cs, "sum constraint", a, b, res)
     return res
 
@@ -44,5 +46,7 @@ def sub(cs, a: AllocatedNum, b: AllocatedNum) -> AllocatedNum:
     v = None if a.value is None or b.value is None else (a.value - b.value) % R_MOD
     with cs.namespace("sub_num"):
         res = AllocatedNum.alloc(cs, v)
+        if cs.tape is not None:
+            cs.tape.linear(res.variable, ((a.variable, 1), (b.variable, -1)))
     difference(cs, "subtraction constraint", a, b, res)
     return res

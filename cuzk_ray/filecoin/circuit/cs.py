@@ -120,6 +120,10 @@ class R1cs:
 class ConstraintSystem:
     """Records allocations and constraints in bellpepper's order; the circuit is then read with ``finish``."""
 
+    # a witness tape (circuit/tape.py) that the gadgets tell how each variable's value is computed;
+    # None (the usual case) costs each allocation site one attribute check
+    tape = None
+
     def __init__(self):
         self.inputs: list = [1]  # ONE
         self.aux: list = []

@@ -22,6 +22,8 @@ def pick(cs, condition: Boolean, a: AllocatedNum, b: AllocatedNum) -> AllocatedN
     value = None if cond is None else (a.value if cond else b.value)
     with cs.namespace("pick result"):
         c = AllocatedNum.alloc(cs, value)
+        if cs.tape is not None:
+            cs.tape.select(c.variable, condition, a.variable, b.variable)
     cs.enforce("pick", LinearCombination().add(b.variable).sub(a.variable), boolean.lc_of(condition),
                LinearCombination().add(b.variable).sub(c.variable))
     return c

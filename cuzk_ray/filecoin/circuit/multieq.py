@@ -23,6 +23,7 @@ class MultiEq:
 
     def __init__(self, cs):
         self.cs = cs
+        self.tape = cs.tape  # the wrapped CS's witness tape (or None), read by every gadget's allocation
         self.ops = 0
         self.bits_used = 0
         self.lhs = LinearCombination()

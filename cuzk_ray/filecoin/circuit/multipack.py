@@ -28,6 +28,8 @@ def pack_into_inputs(cs, bits: list[Boolean]) -> None:
         num = _pack(bits[i : i + CAPACITY])
         k = i // CAPACITY
         inp = cs.alloc_input(num.value, f"input {k}")
+        if cs.tape is not None:
+            cs.tape.pack(inp, bits[i : i + CAPACITY])
         cs.enforce(f"packing constraint {k}", num.lc(), LinearCombination().add(ONE), LinearCombination().add(inp))
 
 
@@ -36,6 +38,8 @@ def pack_bits(cs, bits: list[Boolean]) -> AllocatedNum:
     num = _pack(bits[:CAPACITY])
     with cs.namespace("input"):
         packed = AllocatedNum.alloc(cs, num.value)
+        if cs.tape is not None:
+            cs.tape.pack(packed.variable, bits[:CAPACITY])
     cs.enforce("packing constraint", num.lc(), LinearCombination().add(ONE), LinearCombination().add(packed.variable))
     return packed
 

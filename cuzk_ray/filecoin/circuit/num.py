@@ -34,6 +34,14 @@ class AllocatedNum:
         return cls(cs.alloc(value, "num"), value)
 
     @classmethod
+    def alloc_witness(cls, cs, value: int | None) -> AllocatedNum:
+        """An aux ``num`` whose value comes from the proof's data (a FREE value of a witness tape)."""
+        num = cls.alloc(cs, value)
+        if cs.tape is not None:
+            cs.tape.free(num.variable)
+        return num
+
+    @classmethod
     def alloc_input(cls, cs, value: int | None) -> AllocatedNum:
         """A public input ``input num``."""
         return cls(cs.alloc_input(value, "input num"), value)
@@ -45,6 +53,8 @@ class AllocatedNum:
     def inputize(self, cs) -> None:
         """A new public input equal to this number: input * ONE = self."""
         inp = cs.alloc_input(self.value, "input variable")
+        if cs.tape is not None:
+            cs.tape.linear(inp, ((self.variable, 1),))
         cs.enforce("enforce input is correct", LinearCombination().add(inp), LinearCombination().add(ONE),
                    LinearCombination().add(self.variable))
 
@@ -52,6 +62,8 @@ class AllocatedNum:
         """255 allocated bits, least significant first, and one packing constraint (256 constraints).
         The bits may spell self + r (not strictly in the field)."""
         bits = boolean.field_into_allocated_bits_le(cs, self.value)
+        if cs.tape is not None:
+            cs.tape.num_bits(bits[0].variable, len(bits), self.variable)
         cs.enforce("unpacking constraint", LinearCombination(), LinearCombination(),
                    _packing_lc(bits, self.variable))
         return [Is(b) for b in bits]
@@ -90,6 +102,8 @@ class AllocatedNum:
         """self * other = product."""
         v = None if self.value is None or other.value is None else self.value * other.value % R_MOD
         var = cs.alloc(v, "product num")
+        if cs.tape is not None:
+            cs.tape.mul_add(var, self.variable, 0, other.variable, 0, 0)
         cs.enforce("multiplication constraint", LinearCombination().add(self.variable),
                    LinearCombination().add(other.variable), LinearCombination().add(var))
         return AllocatedNum(var, v)
@@ -98,6 +112,8 @@ class AllocatedNum:
         """self * self = square."""
         v = None if self.value is None else self.value * self.value % R_MOD
         var = cs.alloc(v, "squared num")
+        if cs.tape is not None:
+            cs.tape.mul_add(var, self.variable, 0, self.variable, 0, 0)
         cs.enforce("squaring constraint", LinearCombination().add(self.variable),
                    LinearCombination().add(self.variable), LinearCombination().add(var))
         return AllocatedNum(var, v)
@@ -118,10 +134,14 @@ class AllocatedNum:
         swap = None if cond is None else (b.value, a.value) if cond else (a.value, b.value)
         with cs.namespace("conditional reversal result 1"):
             c = AllocatedNum.alloc(cs, None if swap is None else swap[0])
+            if cs.tape is not None:
+                cs.tape.select(c.variable, condition, b.variable, a.variable)
         cs.enforce("first conditional reversal", LinearCombination().add(a.variable).sub(b.variable),
                    boolean.lc_of(condition), LinearCombination().add(a.variable).sub(c.variable))
         with cs.namespace("conditional reversal result 2"):
             d = AllocatedNum.alloc(cs, None if swap is None else swap[1])
+            if cs.tape is not None:
+                cs.tape.select(d.variable, condition, a.variable, b.variable)
         cs.enforce("second conditional reversal", LinearCombination().add(b.variable).sub(a.variable),
                    boolean.lc_of(condition), LinearCombination().add(b.variable).sub(d.variable))
         return c, d

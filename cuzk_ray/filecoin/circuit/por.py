@@ -94,11 +94,13 @@ def _synthesize_sub_path(cs, sub: SubPath, cur: AllocatedNum, hash_fn: HashMulti
                 with cs.namespace(f"index bit {j}"):
                     value = None if element.index is None else bool(element.index >> j & 1)
                     index_bits.append(Is(boolean.alloc_bit(cs, value)))
+            if cs.tape is not None and index_bits:
+                cs.tape.free_bits(index_bits[0].bit.variable, bit_count)
             path_bits += index_bits
             siblings = []
             for j, h in enumerate(element.hashes):
                 with cs.namespace(f"path element {j}"):
-                    siblings.append(AllocatedNum.alloc(cs, h))
+                    siblings.append(AllocatedNum.alloc_witness(cs, h))
             inserted = insert(cs, cur, index_bits, siblings)
             with cs.namespace("computation of commitment hash"):
                 cur = hash_fn(cs, inserted, i)
@@ -107,7 +109,7 @@ def _synthesize_sub_path(cs, sub: SubPath, cur: AllocatedNum, hash_fn: HashMulti
 
 def _allocated(cs, root: Root) -> AllocatedNum:
     """``Root::allocated``: a Var as it is, a Val as a new number."""
-    return root if isinstance(root, AllocatedNum) else AllocatedNum.alloc(cs, root)
+    return root if isinstance(root, AllocatedNum) else AllocatedNum.alloc_witness(cs, root)
 
 
 def por_circuit(cs, value: Root, path: AuthPath, root: Root, private: bool,

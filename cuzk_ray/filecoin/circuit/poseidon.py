@@ -39,6 +39,8 @@ def _ensure_allocated(cs, elt: Elt) -> AllocatedNum:
         return elt
     with cs.namespace("allocate for Elt::Num"):
         v = AllocatedNum.alloc(cs, elt.value)
+        if cs.tape is not None:
+            cs.tape.linear(v.variable, elt.terms.terms.items())
     cs.enforce("enforce num allocation preserves lc", elt.lc(), LinearCombination().add(ONE),
                LinearCombination().add(v.variable))
     return v
@@ -70,6 +72,8 @@ def square_sum(cs, to_add: int, num: AllocatedNum) -> AllocatedNum:
     """(num + to_add)^2, one constraint ``(num + to_add) * (num + to_add) = res``."""
     v = None if num.value is None else pow(num.value + to_add, 2, R_MOD)
     res = AllocatedNum(cs.alloc(v, "squared sum"), v)
+    if cs.tape is not None:
+        cs.tape.mul_add(res.variable, num.variable, to_add, num.variable, to_add, 0)
     cs.enforce("squared sum constraint", LinearCombination().add(num.variable).add(ONE, to_add),
                LinearCombination().add(num.variable).add(ONE, to_add), LinearCombination().add(res.variable))
     return res
@@ -81,6 +85,8 @@ def mul_sum(cs, a: AllocatedNum, b: AllocatedNum, pre_add: int | None, post_add:
     pre, post = pre_add or 0, post_add or 0
     v = None if a.value is None or b.value is None else ((b.value + pre) * a.value + post) % R_MOD
     res = AllocatedNum(cs.alloc(v, "mul_sum"), v)
+    if cs.tape is not None:
+        cs.tape.mul_add(res.variable, a.variable, 0, b.variable, pre, post)
     lhs, out = LinearCombination().add(b.variable), LinearCombination().add(res.variable)
     if pre_add is not None:
         lhs.add(ONE, pre_add)

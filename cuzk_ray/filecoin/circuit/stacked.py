@@ -177,7 +177,7 @@ def _alloc_column(cs, rows: Sequence[int | None]) -> list[AllocatedNum]:
     with cs.namespace("column"):
         for i, row in enumerate(rows):
             with cs.namespace(f"column_num_row_{i}"):
-                out.append(AllocatedNum.alloc(cs, row))
+                out.append(AllocatedNum.alloc_witness(cs, row))
     return out
 
 
@@ -221,7 +221,7 @@ def synthesize_challenge(cs, proof: ChallengeProof, comm_d: AllocatedNum, comm_c
     if not proof.drg_parents_proofs or not proof.exp_parents_proofs:
         raise ValueError("synthesize_challenge: the proof has no DRG or no expander parents")
     with cs.namespace("data_leaf"):
-        data_leaf = AllocatedNum.alloc(cs, proof.data_leaf)
+        data_leaf = AllocatedNum.alloc_witness(cs, proof.data_leaf)
     with cs.namespace("comm_d_inclusion"):
         enforce_inclusion(cs, proof.comm_d_path, comm_d, data_leaf, sha256_hasher.hash_multi_leaf_circuit)
     drg = _parent_columns(cs, "drg", proof.drg_parents_proofs, comm_c)
@@ -252,7 +252,7 @@ def synthesize_challenge(cs, proof: ChallengeProof, comm_d: AllocatedNum, comm_c
 def _alloc_named(cs, name: str, value: int | None, public: bool) -> AllocatedNum:
     """A number in namespace ``name``, made an input in ``{name}_input`` when ``public``."""
     with cs.namespace(name):
-        num = AllocatedNum.alloc(cs, value)
+        num = AllocatedNum.alloc_witness(cs, value)
     if public:
         with cs.namespace(f"{name}_input"):
             num.inputize(cs)

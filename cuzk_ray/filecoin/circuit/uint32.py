@@ -45,6 +45,8 @@ class UInt32:
         for i in range(32):
             with cs.namespace(f"allocated bit {i}"):
                 bits.append(Is(boolean.alloc_bit(cs, None if value is None else bool(value >> i & 1))))
+        if cs.tape is not None:
+            cs.tape.free_bits(bits[0].bit.variable, len(bits))
         return cls(bits, value)
 
     @classmethod
@@ -137,6 +139,8 @@ class UInt32:
             result_bits.append(Is(b))
             max_value >>= 1
             i += 1
+        if cs.tape is not None:
+            cs.tape.sum_bits(result_bits[0].bit.variable, i, lc)
         cs.enforce_equal(i, lc, result_lc)
         return UInt32(result_bits[:32], None if total is None else total & MASK)
 

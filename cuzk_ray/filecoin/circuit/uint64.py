@@ -30,6 +30,8 @@ class UInt64:
         for i in range(64):
             with cs.namespace(f"allocated bit {i}"):
                 bits.append(Is(boolean.alloc_bit(cs, None if value is None else bool(value >> i & 1))))
+        if cs.tape is not None:
+            cs.tape.free_bits(bits[0].bit.variable, len(bits))
         return cls(bits, value)
 
     @classmethod
