@@ -232,7 +232,7 @@ def test_device_ops_pass_the_kernels_arguments_in_order(multiples, monkeypatch):
                 raise AssertionError(self.name)
 
     bases_marker, bucket_marker = object(), object()
-    monkeypatch.setattr(cuda_msm, "get_kernel", lambda module, name, defines=(): Kernel(name))
+    monkeypatch.setattr(cuda_msm, "get_kernel", lambda module, name, defines=(), curve="bls12381": Kernel(name))
 
     class Ops(cuda_msm.AffineOps):  # host lists in place of device buffers (the model writes tuples)
         def alloc_points(self, k):
