@@ -108,11 +108,11 @@ def file_sha256(path: Path) -> str:
 
 def write_partition_cache(paths: PartitionPaths, config: PoRepConfig) -> None:
     """Synthesize and write the pair, then the manifest (the mark of a complete cache). Leftovers
-    of an incomplete earlier attempt (no manifest) are removed first."""
+    of an incomplete earlier attempt (no manifest) are removed once the synthesis has succeeded."""
+    blocks, tape = synthesize_partition(config)
     shutil.rmtree(paths.recording, ignore_errors=True)
     paths.tape.unlink(missing_ok=True)
     paths.manifest.parent.mkdir(parents=True, exist_ok=True)
-    blocks, tape = synthesize_partition(config)
     save_blocks(paths.recording, blocks)
     del blocks  # the rows: gone before the tape is hashed
     save_tape(paths.tape, tape)
