@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 from test_filecoin_stacked_circuit import sealed_2k, tampered_label  # noqa: F401
 
+from cuzk_ray.circuits.filecoin import synthesize_partition
 from cuzk_ray.filecoin import c2, registry
+from cuzk_ray.filecoin.c1 import write_c1
 from cuzk_ray.filecoin.circuit import partition_cache
 from cuzk_ray.filecoin.circuit.fast_witness import witness_tape
 from cuzk_ray.filecoin.circuit.partition_record import assemble, synthesize_blocks
@@ -90,6 +92,19 @@ def test_fast_partition_witness_is_the_reference_and_satisfies_the_recording(set
     assert bad != reference
     with pytest.raises(UnsatisfiedConstraint, match="is not satisfied"):
         setup_2k.recording.cs.check(bad.expand())
+
+
+def test_the_engine_synthesis_task_makes_the_fast_witness(setup_2k, sealed_2k, cache_dir, tmp_path):  # noqa: F811
+    """What the Ray synthesis task runs (circuits.filecoin.synthesize_partition): the tape from the
+    cache, replayed with the C1 read from its file; a tampered C1 file gives another witness."""
+    _, c1 = sealed_2k
+    write_c1(c1, tmp_path / "c1.json")
+    spec = {"kind": "filecoin", "c1": str(tmp_path / "c1.json"), "proof_type": PROOF_2K.name, "variant": "stacked",
+            "cache_dir": str(cache_dir), "proof": 0, "partition": 0}
+    assert synthesize_partition(spec) == c2.partition_witness(setup_2k, c1, 0)
+    bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
+    write_c1(bad_c1, tmp_path / "bad.json")
+    assert synthesize_partition({**spec, "c1": str(tmp_path / "bad.json")}) != c2.partition_witness(setup_2k, c1, 0)
 
 
 def test_altered_cache_files_are_refused_in_one_line(setup_2k, cache_dir, tmp_path):
