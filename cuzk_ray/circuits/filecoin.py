@@ -83,9 +83,14 @@ class FilecoinCircuit:
             vk = c2.dev_key_files(setup, cache_dir, setup_seed)[1]
             pk = c2.load_params(params, setup, c2.dev_meta(setup_seed))
             note = "created by the INSECURE dev setup" if made else "cached"
+        self.adopt(setup, pk, vk, cache_dir)
+        return pk, setup.recording.cs, {"key": str(params), "note": note}
+
+    def adopt(self, setup, pk, vk, cache_dir) -> None:
+        """Take ``setup`` (c2.CircuitSetup) and its key ``pk`` (with its .vk path) as this circuit's:
+        what load_key does once it has them (jobs/bench_filecoin_c2.py makes them step by step)."""
         self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
                          n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name)
-        return pk, setup.recording.cs, {"key": str(params), "note": note}
 
     def key_shape(self, quick: bool = False):
         """None: the sizes are known once the circuit is recorded (load_key)."""
