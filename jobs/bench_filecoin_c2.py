@@ -172,7 +172,15 @@ def steady(args, proof, work: Path) -> int:
     mem = MemorySampler(0.5)
     with open_engine(settings, pk, setup.recording.cs, circuit, around=mem) as engine:
         ph.done("engine started", f"{len(engine.provers)} x {engine.backend}, pw={engine.pw}")
-        batch = engine.run(args.repeat, seed=0)
+        t_run = time.perf_counter()
+
+        def progress(res, done, total):  # a line per verified partition: a run cut off still shows its pace
+            t, at = res.times, time.perf_counter() - t_run
+            print(f"  proof {res.proof_index} partition {res.partition} verified at {at:.1f} s "
+                  f"({done}/{total}): witness {t.get('synthesis', float('nan')):.2f} s, gpu "
+                  f"{t.get('gpu', float('nan')):.2f} s, prove {t.get('prove_total', float('nan')):.2f} s", flush=True)
+
+        batch = engine.run(args.repeat, seed=0, progress=progress)
     ph.done(f"{args.repeat} proof(s) of {proof.config.partitions} partitions")
     ok = not batch.failed and all(r.verified for r in batch.results)
     first = sorted((r for r in batch.results if r.proof_index == 0), key=lambda r: r.partition)
