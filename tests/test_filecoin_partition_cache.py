@@ -56,7 +56,7 @@ def test_cache_is_made_once_then_reused(setup_2k, cache_dir, monkeypatch):
     monkeypatch.setattr(partition_cache, "synthesize_partition", no_synthesis)
     again = partition_cache.cached_partition(cache_dir, CONFIG_2K)
     assert again.recording.shape == setup_2k.recording.shape
-    assert again.tape.layout == setup_2k.plan.tape.layout
+    assert again.tape.layout == setup_2k.tape.layout
     # the twin: without the manifest the cache is incomplete and is synthesized again
     paths.manifest.rename(paths.manifest.with_suffix(".bak"))
     try:
@@ -75,7 +75,7 @@ def test_cache_equals_the_separate_recording_and_tape(setup_2k):
         one, two = getattr(cached, m), getattr(separate, m)
         assert np.array_equal(one.indptr, two.indptr) and np.array_equal(one.entries, two.entries)
         assert np.array_equal(one.table, two.table)
-    tape, cached_tape = witness_tape(CONFIG_2K), setup_2k.plan.tape
+    tape, cached_tape = witness_tape(CONFIG_2K), setup_2k.tape
     assert tape.layout == cached_tape.layout and np.array_equal(tape.consts, cached_tape.consts)
     assert all(np.array_equal(tape.arrays[k], cached_tape.arrays[k]) for k in tape.arrays)
     assert cached.n_wires == setup_2k.recording.shape.num_inputs + setup_2k.recording.shape.num_aux
@@ -118,7 +118,7 @@ def test_altered_cache_files_are_refused_in_one_line(setup_2k, cache_dir, tmp_pa
         assert "\n" not in str(e.value)
     finally:
         paths.tape.write_bytes(data)
-    assert partition_cache.cached_tape(cache_dir, CONFIG_2K).layout == setup_2k.plan.tape.layout
+    assert partition_cache.cached_tape(cache_dir, CONFIG_2K).layout == setup_2k.tape.layout
     npy = sorted(paths.recording.glob("B_entries*.npy"))[0]
     raw = bytearray(npy.read_bytes())
     try:

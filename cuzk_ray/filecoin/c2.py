@@ -34,12 +34,14 @@ from ..formats.snarkjs_json import write_bytes_atomic
 from ..groth16.keys import Proof, ProvingKey
 from ..witness import CompactWitness, compact
 from .c1 import C1Output
+from .circuit import replay
 from .circuit.fast_witness import fast_witness
 from .circuit.inputs_standin import blank_standin, standin_values, synthesize_standin
 from .circuit.partition_cache import cached_partition, cached_tape
 from .circuit.record import Recording, cached_recording, witness_only
-from .circuit.replay import ReplayPlan, plan
+from .circuit.replay import ReplayPlan
 from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
+from .circuit.tape import WitnessTape
 from .parameters_json import published_key_names
 from .params import BellpersonVerifyingKey, ParamsFile
 from .params_sink import write_dev_params
@@ -61,7 +63,12 @@ class CircuitSetup:
     proof: RegisteredSealProof
     variant: str
     recording: Recording
-    plan: ReplayPlan | None = None  # "stacked": the witness tape in replay form
+    tape: WitnessTape | None = None  # "stacked": the partition's witness tape
+
+    @functools.cached_property
+    def plan(self) -> ReplayPlan | None:
+        """The tape in replay form, made on first use (the driver of an engine run never needs it)."""
+        return None if self.tape is None else replay.plan(self.tape)
 
     @property
     def config(self) -> PoRepConfig:
@@ -98,7 +105,7 @@ def circuit_setup(proof: RegisteredSealProof, cache_dir, variant: str = "stacked
     config = check_config(proof)
     if check_variant(variant) == "stacked":
         cache = cached_partition(Path(cache_dir).expanduser(), config)
-        return CircuitSetup(proof, variant, cache.recording, cache.plan)
+        return CircuitSetup(proof, variant, cache.recording, cache.tape)
     name = f"filecoin-{variant}-l{config.shape.layers}-c{config.challenges_per_partition}"
     rec = cached_recording(Path(cache_dir).expanduser() / RECORDINGS, name, config.sector_size,
                            synthesis(variant, config))
@@ -116,7 +123,7 @@ def check_config(proof: RegisteredSealProof) -> PoRepConfig:
 def witness_plan(proof: RegisteredSealProof, cache_dir: str) -> ReplayPlan:
     """The replay plan of ``proof``'s partition from the partition cache (its tape only, digest
     checked; recorded there the first time): what a synthesis worker loads, once per process."""
-    return plan(cached_tape(Path(cache_dir).expanduser(), check_config(proof)))
+    return replay.plan(cached_tape(Path(cache_dir).expanduser(), check_config(proof)))
 
 
 def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:
