@@ -86,6 +86,8 @@ def test_fast_partition_witness_is_the_reference_and_satisfies_the_recording(set
     fast = c2.partition_witness(setup_2k, c1, 0)
     reference = compact(c2.reference_witness(setup_2k, c1, 0))
     assert fast == reference and fast.n_wires == setup_2k.recording.cs.n_wires
+    bound = c2.full_wires(setup_2k)  # what admission sizes a partition by
+    assert fast.n_full <= bound < fast.n_wires // 10, (fast.n_full, bound)
     setup_2k.recording.cs.check(fast.expand())
     bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
     bad = c2.partition_witness(setup_2k, bad_c1, 0)

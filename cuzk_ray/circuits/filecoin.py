@@ -89,8 +89,11 @@ class FilecoinCircuit:
     def adopt(self, setup, pk, vk, cache_dir) -> None:
         """Take ``setup`` (c2.CircuitSetup) and its key ``pk`` (with its .vk path) as this circuit's:
         what load_key does once it has them (jobs/bench_filecoin_c2.py makes them step by step)."""
+        from ..filecoin.c2 import full_wires
+
         self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
-                         n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name)
+                         n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name,
+                         full_wires=full_wires(setup))
 
     def key_shape(self, quick: bool = False):
         """None: the sizes are known once the circuit is recorded (load_key)."""
@@ -118,9 +121,10 @@ class FilecoinCircuit:
         return self.meta["n_wires"] * 32
 
     def partition_batch_bytes(self) -> int:
-        """Every wire counted as a full field element (an upper bound: the witness is mostly bits)."""
+        """The compact witness with every wire the tape computes as a field element counted full (an
+        upper bound: at 32 GiB ~0.1 GB, not the 4.2 GB of every wire full)."""
         n = self.meta["n_wires"]
-        return compact_bytes(n, n)
+        return compact_bytes(n, min(n, self.meta.get("full_wires", n)))
 
     def proof_label(self, proof: int) -> str:
         return f"C1 {self.c1}"

@@ -37,7 +37,7 @@ from .c1 import C1Output
 from .circuit import replay
 from .circuit.fast_witness import fast_witness
 from .circuit.inputs_standin import blank_standin, standin_values, synthesize_standin
-from .circuit.partition_cache import cached_partition, cached_tape
+from .circuit.partition_cache import cached_partition, cached_tape, field_wires
 from .circuit.record import Recording, cached_recording, witness_only
 from .circuit.replay import ReplayPlan
 from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
@@ -155,6 +155,14 @@ def partition_witness(setup: CircuitSetup, c1: C1Output, k: int, pl: ReplayPlan 
         raise ValueError(f"partition {k}: the fast witness has {w.n_wires} wires, the recording "
                          f"{setup.recording.cs.n_wires} (a tape and a recording of different circuits?)")
     return w
+
+
+def full_wires(setup: CircuitSetup) -> int:
+    """An upper bound of a partition's witness wires that hold full field elements (the rest are 0/1
+    and travel as bits): from the tape for "stacked", every wire otherwise."""
+    if setup.tape is None:
+        return setup.recording.cs.n_wires
+    return field_wires(setup.tape, setup.config.challenges_per_partition)
 
 
 def reference_witness(setup: CircuitSetup, c1: C1Output, k: int) -> FrVector:

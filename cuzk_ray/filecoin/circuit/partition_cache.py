@@ -28,6 +28,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ...formats.snarkjs_json import write_bytes_atomic
 from ..registry import PoRepConfig
 from .blocks import layout_from_counts, no_gc
@@ -36,7 +38,7 @@ from .partition_record import BlockRecording, load_partition_recording, save_blo
 from .record import Recording
 from .replay import ReplayPlan, plan
 from .stacked import blank_stacked_circuit, synthesize_stacked, tree_shape
-from .tape import TapeRecorder, WitnessTape, counts, fold, load_tape, save_tape
+from .tape import FR_OPS, TapeRecorder, WitnessTape, counts, fold, load_tape, save_tape
 
 FORMAT = "cuzk-ray filecoin partition cache"
 VERSION = 1
@@ -170,3 +172,14 @@ def cached_partition(cache_dir, config: PoRepConfig, verify_hashes: bool = True)
         raise ValueError(f"{paths.recording}: {rec.shape.num_inputs} inputs and {rec.shape.num_aux} aux, the tape "
                          f"{paths.tape.name} gives {tape.layout.partition(config.challenges_per_partition)}")
     return PartitionCache(rec, tape, paths)
+
+
+def field_wires(tape: WitnessTape, blocks: int) -> int:
+    """An upper bound of the wires of a ``blocks``-challenge partition's CompactWitness that hold full
+    field elements: the variables the tape computes as field elements (the bit ops' outputs are 0
+    or 1, which the compact form keeps in its bitmap). At 32 GiB a few % of the 130M wires: what
+    admission and Ray's object store are sized by, instead of every wire."""
+    op, n = tape.arrays["op"], tape.arrays["n"]
+    fr = np.isin(op, FR_OPS) * n
+    p = tape.layout.prefix.ops
+    return int(fr[:p].sum()) + blocks * int(fr[p:].sum())
