@@ -9,7 +9,12 @@
 #
 # Phases and estimates (from a lost branch's H200 figures: 2 KiB GPU E2E test 79 s, synthetic
 # 32 GiB C1 13.2 s, recording + tape 117.6 s on 16 cores, fast witness 0.62 s per 32 GiB
-# partition; the rest are guesses, marked ~):
+# partition; the rest are guesses, marked ~). Measured with THIS code on the 2-core dev box
+# (2026-12-05, shared): 32 GiB partition cache in one synthesis 558 s (9.0 GiB peak RSS, 8.6 GiB
+# on disk, all nine counts equal to cuzk's), read back 13.9 s, fast witness of a synthetic C1's
+# partition 0 2.9 s with its public inputs equal to the verifier's; the real 2 KiB C2 on the CPU
+# (stacked circuit, streamed dev .params 1.1 GB in 659 s, prove 96 s) verified OK, INVALID with
+# another comm_r or seed.
 #   install the carried wheels                                             ~15 s
 #   2 KiB GPU test (tests/test_filecoin_c2_gpu.py), timeout T2K=170 s      79 s with .cubin, ~200 s without
 #   32 GiB bench, timeout = what is left less 25 s for packing:
