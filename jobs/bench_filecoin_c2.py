@@ -129,6 +129,7 @@ def steady(args, proof, work: Path) -> int:
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.memory import MemorySampler
     from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.filecoin.params_sink import check_room
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
                  "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "cpus": os.cpu_count()}
@@ -162,8 +163,12 @@ def steady(args, proof, work: Path) -> int:
         ph.done("development .params " + ("made" if made else "cached"), f"{params.stat().st_size / GB:.2f} GB")
         save()
         vk = c2.dev_key_files(setup, args.cache_dir)[1]
+        # the key decoded in the driver, and on Ray one more copy with the matrices in its object store
+        need = params.stat().st_size * (2 if args.engine == "ray" else 1) + setup.recording.cs.nbytes
+        fig["host_estimate_bytes"] = need
+        check_room(params, 0, need, what="the key in the driver and the engine")
         pk = c2.load_params(params, setup, c2.dev_meta(0))
-        ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory")
+        ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory (estimate for the run {need / GB:.1f} GB)")
     fig["setup_peak_pss_bytes"], fig["setup_peak_used_bytes"] = setup_mem.peak_pss, setup_mem.peak_used
     cfg = engine_config(args, work)
     settings = EngineSettings.from_config(cfg)

@@ -183,6 +183,6 @@ def test_check_room_refuses_in_one_line(tmp_path):
     check_room(tmp_path / "k.params", 1, 1)  # a byte of disk and of memory: there
     with pytest.raises(ValueError, match=r"k.params: the key needs 1000000.0 GB of disk, .* has [\d.]+ GB free"):
         check_room(tmp_path / "k.params", 10**15)
-    with pytest.raises(ValueError, match=r"k.params: making the key needs 1000000.0 GB of host memory, [\d.]+ GB "
+    with pytest.raises(ValueError, match=r"k.params: the key needs 1000000.0 GB of host memory, [\d.]+ GB "
                                          "available"):
         check_room(tmp_path / "sub" / "k.params", 1, 10**15)

@@ -106,8 +106,8 @@ def check_room(path, disk_bytes: int, host_bytes: int = 0, what: str = "the key"
     if host_bytes:
         have = available_host_bytes()
         if have < host_bytes:
-            raise ValueError(f"{path}: making {what} needs {host_bytes / GB:.1f} GB of host memory, "
-                             f"{have / GB:.1f} GB available")
+            raise ValueError(f"{path}: {what} needs {host_bytes / GB:.1f} GB of host memory, {have / GB:.1f} GB "
+                             "available")
 
 
 class _Writer:
@@ -231,7 +231,7 @@ def write_dev_params(params_path, vk_path, cs: ConstraintSystem, seed: int, meta
     layout = params_layout(cs)
     need_disk = layout.total_bytes + layout.head_bytes  # the .params and the .vk (its head again)
     check_room(params_path, need_disk, setup_host_bytes(layout, cs.n_wires, backend),
-               what=f"the development .params of {cs.name}")
+               what=f"the development setup of {cs.name}")
     sink = ParamsSink(params_path, layout)
     try:
         generate_key(sink, cs, seed, meta, backend, qap="bellperson")
