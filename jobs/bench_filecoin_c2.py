@@ -1,33 +1,234 @@
-"""Filecoin C2 end to end on this machine, with the real partition circuit: seal a small sector,
-write its C1, prove it with ``cuzk-ray filecoin c2`` (a development .params made on first use and
-cached), and check the MultiProof with ``cuzk-ray filecoin verify``; prints the seconds of each step.
+"""Filecoin C2 benchmarks, two forms.
+
+End to end through the command line (no --repeat): seal a small sector, write its C1, prove it with
+``cuzk-ray filecoin c2`` (a development .params made on first use and cached), check the MultiProof
+with ``cuzk-ray filecoin verify``; prints the seconds of each step.
 
     python jobs/bench_filecoin_c2.py [--sector-size 2KiB|8MiB] [--cache-dir DIR] [--variant stacked]
 
-Not a test: the 2 KiB partition circuit has 2.69M constraints (bellperson domain 2^22), so its
-development key holds ~10M G1 points, ~20 minutes of the CPU setup on two cores (run once,
-then cached under --cache-dir), and one CPU proof is a few minutes on two cores.
+The engine's steady state (--repeat N, issue 30's 32 GiB figure): a C1 (sealed at 2 KiB / 8 MiB; at
+32 GiB and 64 GiB a consistent synthetic one, filecoin/c1_synthetic.py), the partition cache
+(recording + witness tape from one blank synthesis), the fast witness of partition 0 timed in the
+driver, a development .params made by the setup on --backend (on cuda: the GPU, streamed to disk,
+disk room checked first) in the same run, the key loaded, then N proofs of the C1 through the
+engine, every partition verified by the engine and proof 0's MultiProof against the C1's public
+inputs. Every phase prints its time as it ends (a run cut off still shows how far it got); at the
+end a table, and the figures as JSON at --out.
+
+    python jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray --repeat 4 \\
+        --out figures.json
+    python jobs/bench_filecoin_c2.py --sector-size 2KiB --backend cpu --variant inputs --repeat 2   # seconds
+
+s/proof (steady state) = (last proof's finish - first proof's finish) / (N - 1): the first proof
+warms the pipeline (cuzk_ray.bench.steady_window). Not a test. The real 2 KiB circuit (2.69M
+constraints, domain 2^22) needs ~10M G1 points of key: ~20 min of the CPU setup on two cores, a
+minute on the GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 import time
 from pathlib import Path
 
-from cuzk_ray.filecoin import c2, fr32, registry, seal
-from cuzk_ray.filecoin.c1 import write_c1
-from cuzk_ray.filecoin.commands import main as filecoin_main
-from cuzk_ray.filecoin.sector_args import parse_size
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
+
+from cuzk_ray.filecoin import c2, fr32, registry, seal  # noqa: E402
+from cuzk_ray.filecoin.c1 import write_c1  # noqa: E402
+from cuzk_ray.filecoin.commands import main as filecoin_main  # noqa: E402
+from cuzk_ray.filecoin.sector_args import parse_size  # noqa: E402
 
 PROVER_ID, SECTOR_ID, TICKET, SEED = bytes(31) + b"\x07", 77, bytes([12]) * 32, bytes([13]) * 32
-PROOFS = {2048: "StackedDrg2KiBV1_1", 8 << 20: "StackedDrg8MiBV1_1"}
+PROOFS = {2048: "StackedDrg2KiBV1_1", 8 << 20: "StackedDrg8MiBV1_1", 32 << 30: "StackedDrg32GiBV1_1",
+          64 << 30: "StackedDrg64GiBV1_1"}
+SEALABLE = 8 << 20  # sealed for real up to here; above, a synthetic consistent C1
+GB = 1e9
 
 
-def step(name: str, t0: float, times: dict) -> float:
-    times[name] = time.perf_counter() - t0
-    print(f"{name}: {times[name]:.1f} s", flush=True)
-    return time.perf_counter()
+class Phases:
+    """Each phase's seconds, printed (flushed) as it ends."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+        self.t = time.perf_counter()
+
+    def done(self, name: str, note: str = "") -> float:
+        now = time.perf_counter()
+        self.times[name] = now - self.t
+        print(f"[phase] {name}: {self.times[name]:.1f} s{'  ' + note if note else ''}", flush=True)
+        self.t = now
+        return self.times[name]
+
+
+def make_c1(proof, work: Path):
+    """The C1 of a sealed sector (small sizes) or a consistent synthetic one (large), written to work."""
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic
+
+    size = proof.sector_size
+    if size <= SEALABLE:
+        piece = bytearray(fr32.unpadded_size(size))
+        piece[0] = 1
+        c1 = seal.commit_phase1(seal.seal_sector(bytes(piece), proof, PROVER_ID, SECTOR_ID, TICKET), SEED)
+    else:
+        c1 = c1_synthetic.synthetic_c1(proof, PROVER_ID, SECTOR_ID, TICKET, SEED, np.random.default_rng(0))
+    write_c1(c1, work / "c1.json")
+    return c1
+
+
+def e2e(args, proof, work: Path) -> int:
+    """The command-line form (no --repeat)."""
+    ph = Phases()
+    c1 = make_c1(proof, work)
+    ph.done("seal + C1")
+    setup = c2.circuit_setup(proof, args.cache_dir, args.variant)
+    ph.done("partition cache (cached after the first run)", str(setup.recording.shape))
+    c2.ensure_dev_params(setup, args.cache_dir, backend=args.backend)
+    ph.done("development .params (cached after the first run)")
+    out = work / "proof.bin"
+    code = filecoin_main(["c2", str(work / "c1.json"), "--variant", args.variant, "--cache-dir", args.cache_dir,
+                          "--backend", args.backend, "-o", str(out)])
+    ph.done("c2 (key load, witness, prove, verify, write)")
+    if code != 0:
+        return code
+    vk = c2.dev_key_files(setup, args.cache_dir)[1]
+    code = filecoin_main(["verify", str(out), "--vk", str(vk), "--registered-proof", proof.name,
+                          "--comm-r", c1.comm_r.hex(), "--comm-d", c1.comm_d.hex(), "--prover-id", PROVER_ID.hex(),
+                          "--sector-id", str(SECTOR_ID), "--ticket", TICKET.hex(), "--seed", SEED.hex()])
+    ph.done("filecoin verify")
+    return code
+
+
+def engine_config(args, work: Path) -> dict:
+    from cuzk_ray.job import compose
+
+    over = ["circuit=filecoin", f"backend={args.backend}", f"setup_backend={args.backend}", f"engine={args.engine}"]
+    if args.pw:
+        over.append(f"pw={args.pw}")
+    cfg = compose(over)
+    cfg["circuit"].update(c1=str(work / "c1.json"), variant=args.variant)
+    cfg["cache_dir"], cfg["output_dir"] = args.cache_dir, str(work / "run")
+    return cfg
+
+
+def median(xs) -> float | None:
+    import numpy as np
+
+    xs = [x for x in xs if x == x]  # drop NaN
+    return float(np.median(xs)) if xs else None
+
+
+def steady(args, proof, work: Path) -> int:
+    """The engine form (--repeat N): see the module docstring."""
+    from cuzk_ray.bench import summarize
+    from cuzk_ray.circuits import make_circuit
+    from cuzk_ray.engines import EngineSettings, open_engine
+    from cuzk_ray.engines.memory import MemorySampler
+    from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.filecoin.params_sink import check_room
+
+    fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
+                 "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "cpus": os.cpu_count()}
+    ph = Phases()
+    fig["phases_s"] = ph.times
+
+    def save():
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(args.out).with_suffix(".tmp")
+            tmp.write_text(json.dumps(fig, indent=1, default=str))
+            tmp.replace(args.out)
+
+    c1 = make_c1(proof, work)
+    ph.done("C1", f"{len(c1.vanilla_proofs)} partitions x {len(c1.vanilla_proofs[0])} challenges")
+    with MemorySampler(0.5) as setup_mem:
+        setup = c2.circuit_setup(proof, args.cache_dir, args.variant)
+        fig["circuit"] = vars(setup.recording.shape)
+        ph.done("partition cache", str(setup.recording.shape))
+        if setup.plan is not None:
+            c2.partition_witness(setup, c1, 0)  # numba: compile or load from its cache
+            t0 = time.perf_counter()
+            w = c2.partition_witness(setup, c1, 0)
+            fig["driver_witness_s"] = time.perf_counter() - t0
+            ph.done("fast witness, partition 0 (warm-up + timed)",
+                    f"{fig['driver_witness_s']:.2f} s, {w.n_wires} wires, {w.n_full} full")
+            del w
+        save()
+        params, made = c2.ensure_dev_params(setup, args.cache_dir, backend=args.backend)
+        fig["params_bytes"], fig["params_made"] = params.stat().st_size, made
+        ph.done("development .params " + ("made" if made else "cached"), f"{params.stat().st_size / GB:.2f} GB")
+        save()
+        vk = c2.dev_key_files(setup, args.cache_dir)[1]
+        # the key decoded in the driver, and on Ray one more copy with the matrices in its object store
+        need = params.stat().st_size * (2 if args.engine == "ray" else 1) + setup.recording.cs.nbytes
+        fig["host_estimate_bytes"] = need
+        check_room(params, 0, need, what="the key in the driver and the engine")
+        pk = c2.load_params(params, setup, c2.dev_meta(0))
+        ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory (estimate for the run {need / GB:.1f} GB)")
+    fig["setup_peak_pss_bytes"], fig["setup_peak_used_bytes"] = setup_mem.peak_pss, setup_mem.peak_used
+    cfg = engine_config(args, work)
+    settings = EngineSettings.from_config(cfg)
+    circuit = make_circuit(cfg["circuit"])
+    circuit.adopt(setup, pk, vk, args.cache_dir)
+    mem = MemorySampler(0.5)
+    with open_engine(settings, pk, setup.recording.cs, circuit, around=mem) as engine:
+        ph.done("engine started", f"{len(engine.provers)} x {engine.backend}, pw={engine.pw}")
+        t_run = time.perf_counter()
+
+        def progress(res, done, total):  # a line per verified partition: a run cut off still shows its pace
+            t, at = res.times, time.perf_counter() - t_run
+            print(f"  proof {res.proof_index} partition {res.partition} verified at {at:.1f} s "
+                  f"({done}/{total}): witness {t.get('synthesis', float('nan')):.2f} s, gpu "
+                  f"{t.get('gpu', float('nan')):.2f} s, prove {t.get('prove_total', float('nan')):.2f} s", flush=True)
+
+        batch = engine.run(args.repeat, seed=0, progress=progress)
+    ph.done(f"{args.repeat} proof(s) of {proof.config.partitions} partitions")
+    ok = not batch.failed and all(r.verified for r in batch.results)
+    first = sorted((r for r in batch.results if r.proof_index == 0), key=lambda r: r.partition)
+    c2.check_multiproof(read_vk(vk), c1, [r.proof for r in first])  # raises naming the partitions that fail
+    ph.done("MultiProof 0 vs the C1's inputs")
+    n_dev = 1 if args.backend == "cuda" else None
+    summary = summarize(batch, max(1, args.repeat - 1), n_dev, warmup=1 if args.repeat > 1 else 0)
+    fig.update({
+        "s_per_proof_steady": summary["s_per_proof"] if args.repeat > 1 else None,
+        "proving_wall_s": batch.wall_s, "partitions_proved": len(batch.results), "all_verified": ok,
+        "failed": {str(k): v for k, v in batch.failed.items()},
+        "witness_s_per_partition": median(r.times.get("synthesis", float("nan")) for r in batch.results),
+        "gpu_s_per_partition": median(r.times.get("gpu", float("nan")) for r in batch.results),
+        "prove_s_per_partition": median(r.times.get("prove_total", float("nan")) for r in batch.results),
+        "stage_median_s": summary["stage_median_s"], "vram_peak_bytes": summary.get("vram_peak_bytes"),
+        "peak_tree_pss_bytes": mem.peak_pss, "peak_host_used_bytes": mem.peak_used, "pw": engine.pw,
+    })
+    save()
+    table(fig)
+    return 0 if ok else 1
+
+
+def table(fig: dict) -> None:
+    def g(key, scale=1.0, unit=""):
+        v = fig.get(key)
+        return "-" if v is None else f"{v / scale:.2f}{unit}"
+
+    rows = [("sector", f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}"),
+            ("proofs", f"{fig['repeat']} x {fig['partitions_proved'] // max(1, fig['repeat'])} partitions, all "
+                       f"verified: {fig['all_verified']}"),
+            ("s/proof, steady state", g("s_per_proof_steady", unit=" s")),
+            ("proving wall", g("proving_wall_s", unit=" s")),
+            ("witness per partition (median)", g("witness_s_per_partition", unit=" s")),
+            ("GPU per partition (median)", g("gpu_s_per_partition", unit=" s")),
+            ("prove per partition (median)", g("prove_s_per_partition", unit=" s")),
+            ("driver fast witness, partition 0", g("driver_witness_s", unit=" s")),
+            ("peak host PSS, process tree", g("peak_tree_pss_bytes", GB, " GB")),
+            ("peak host used", g("peak_host_used_bytes", GB, " GB")),
+            ("peak VRAM", g("vram_peak_bytes", GB, " GB")),
+            (".params", g("params_bytes", GB, " GB"))]
+    rows += [(f"phase: {k}", f"{v:.1f} s") for k, v in fig["phases_s"].items()]
+    width = max(len(k) for k, _ in rows)
+    print("\n".join(f"{k:<{width}}  {v}" for k, v in rows), flush=True)
 
 
 def main() -> int:
@@ -36,36 +237,21 @@ def main() -> int:
     ap.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "cuzk-ray"))
     ap.add_argument("--work", default="outputs/bench_filecoin_c2")
     ap.add_argument("--variant", default="stacked", choices=c2.VARIANTS)
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--engine", default="ray", choices=("ray", "local"))
+    ap.add_argument("--pw", type=int, default=None, help="partitions in flight (default: the hardware's)")
+    ap.add_argument("--repeat", type=int, default=None, help="N proofs of the C1 through the engine (steady state)")
+    ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
     args = ap.parse_args()
     size = parse_size(args.sector_size)
+    if size not in PROOFS:
+        raise SystemExit(f"--sector-size {args.sector_size}: one of 2KiB, 8MiB, 32GiB, 64GiB")
+    if args.repeat is not None and args.repeat < 1:
+        raise SystemExit(f"--repeat {args.repeat}: need at least 1")
     proof = registry.registered_seal_proof(PROOFS[size])
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    times: dict[str, float] = {}
-    t = time.perf_counter()
-    piece = bytearray(fr32.unpadded_size(size))
-    piece[0] = 1
-    sector = seal.seal_sector(bytes(piece), proof, PROVER_ID, SECTOR_ID, TICKET)
-    c1 = seal.commit_phase1(sector, SEED)
-    write_c1(c1, work / "c1.json")
-    t = step("seal + C1", t, times)
-    setup = c2.circuit_setup(proof, args.cache_dir, args.variant)
-    print(f"circuit: {setup.name} {setup.recording.shape}")
-    t = step("recording (cached after the first run)", t, times)
-    c2.ensure_dev_params(setup, args.cache_dir)
-    t = step("development .params (cached after the first run)", t, times)
-    out = work / "proof.bin"
-    code = filecoin_main(["c2", str(work / "c1.json"), "--variant", args.variant, "--cache-dir", args.cache_dir,
-                          "-o", str(out)])
-    t = step("c2 (key load, witness, prove, verify, write)", t, times)
-    if code != 0:
-        return code
-    vk = c2.dev_key_files(setup, args.cache_dir)[1]
-    code = filecoin_main(["verify", str(out), "--vk", str(vk), "--registered-proof", proof.name,
-                          "--comm-r", c1.comm_r.hex(), "--comm-d", c1.comm_d.hex(), "--prover-id", PROVER_ID.hex(),
-                          "--sector-id", str(SECTOR_ID), "--ticket", TICKET.hex(), "--seed", SEED.hex()])
-    step("filecoin verify", t, times)
-    return code
+    return e2e(args, proof, work) if args.repeat is None else steady(args, proof, work)
 
 
 if __name__ == "__main__":

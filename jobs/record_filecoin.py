@@ -5,6 +5,14 @@ and print the nine counts read back from the assembled arrays, seconds and peak 
     python jobs/record_filecoin.py 32GiB --out DIR       # default ~/.cache/cuzk-ray/recordings
     python jobs/record_filecoin.py 8MiB --check-direct   # also every challenge synthesized: the
                                                          # replication equals the direct recording
+    python jobs/record_filecoin.py 32GiB --with-tape     # c2's partition cache instead: recording AND
+                                                         # witness tape from one synthesis, then the
+                                                         # fast witness of a synthetic C1's partition 0
+
+With ``--with-tape`` the recording is made as c2 makes it (filecoin/circuit/partition_cache.py,
+under OUT/partitions), its counts checked as above, and partition 0 of a consistent synthetic C1
+(filecoin/c1_synthetic.py) is replayed: its wire count must be the recording's and its public
+inputs those the verifier derives from the C1 (c2.seal_inputs).
 
 The 32 GiB counts are checked against cuzk's published structure (curio extern/cuzk/
 cuzk-project.md: 328 inputs, 130,169,893 aux, 130,278,869 constraints with the 328 input
@@ -72,6 +80,50 @@ def record_size(label: str, out: Path, force: bool, check_direct: bool) -> bool:
     return print_counts(asdict(rec.shape), CUZK_32G if label == "32GiB" else None) and ok
 
 
+def record_with_tape(label: str, out: Path, force: bool) -> bool:
+    """c2's partition cache for ``label``: one synthesis, counts checked, a synthetic C1's partition 0
+    replayed and its public inputs compared with the verifier's."""
+    import time
+
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic, c2, registry
+    from cuzk_ray.filecoin.circuit import partition_cache
+    from cuzk_ray.filecoin.circuit.fast_witness import fast_witness
+    from cuzk_ray.filecoin.circuit.replay import plan
+
+    proof = registry.registered_seal_proof(f"StackedDrg{label}V1_1")
+    paths = partition_cache.cache_paths(out, proof.config)
+    if paths.manifest.exists() and force:
+        paths.manifest.unlink()
+    t0 = time.perf_counter()
+    made = not paths.manifest.exists()
+    partition_cache.ensure_partition_cache(out, proof.config)
+    t1 = time.perf_counter()
+    cache = partition_cache.cached_partition(out, proof.config)
+    t2 = time.perf_counter()
+    print(f"{label}: {'recorded' if made else 'cached'} {t1 - t0:.1f} s (synthesis + recording + tape written), "
+          f"read back {t2 - t1:.1f} s; peak RSS {peak_rss_gib():.1f} GiB", flush=True)
+    size = sum(f.stat().st_size for f in paths.recording.iterdir()) + paths.tape.stat().st_size
+    print(f"  {paths.recording.parent}  {size / 2**30:.2f} GiB on disk; tape layout {cache.tape.layout}")
+    ok = print_counts(asdict(cache.recording.shape), CUZK_32G if label == "32GiB" else None)
+    c1 = c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x09", 1, bytes([1]) * 32, bytes([2]) * 32,
+                                   np.random.default_rng(0))
+    pl = plan(cache.tape)
+    t3 = time.perf_counter()
+    w = fast_witness(pl, c1, 0)
+    t4 = time.perf_counter()
+    w = fast_witness(pl, c1, 0)
+    t5 = time.perf_counter()
+    n_in = cache.recording.shape.num_inputs
+    public = [int.from_bytes(v.tobytes(), "little") for v in w.wires(1, n_in)]
+    same = public == c2.seal_inputs(c1)[0]
+    print(f"  fast witness of a synthetic C1's partition 0: {t4 - t3:.2f} s (first, with numba's compile or cache "
+          f"load), {t5 - t4:.2f} s (again); {w.n_wires:,} wires ({w.n_full:,} full); public inputs equal the "
+          f"verifier's: {same}; peak RSS {peak_rss_gib():.1f} GiB", flush=True)
+    return ok and same and w.n_wires == cache.recording.cs.n_wires
+
+
 def blocks_text(rec) -> str:
     return f"{rec.cs.n_constraints:,} rows over {rec.cs.n_wires:,} columns"
 
@@ -108,11 +160,16 @@ def main() -> None:
     ap.add_argument("--force", action="store_true", help="record again over an existing recording")
     ap.add_argument("--check-direct", action="store_true",
                     help="synthesize every challenge and compare with the replication (small sizes)")
+    ap.add_argument("--with-tape", action="store_true", help="c2's partition cache (recording + witness tape, one "
+                                                             "synthesis) under OUT/partitions, and a fast witness")
     args = ap.parse_args()
     ok = True
     for label in args.sizes:
         try:
-            ok &= record_size(label, Path(args.out).expanduser(), args.force, args.check_direct)
+            if args.with_tape:
+                ok &= record_with_tape(label, Path(args.out).expanduser(), args.force)
+            else:
+                ok &= record_size(label, Path(args.out).expanduser(), args.force, args.check_direct)
         except ValueError as e:  # a corrupt recording, a layout that does not fit: one line, no traceback
             print(f"record_filecoin: {e}", file=sys.stderr)
             sys.exit(2)

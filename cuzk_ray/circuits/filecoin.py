@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..outputs import SEAL_PROOF
-from ..witness import CompactWitness, compact, compact_bytes
+from ..witness import CompactWitness, compact_bytes
 
 
 @dataclass(frozen=True)
@@ -77,13 +77,23 @@ class FilecoinCircuit:
             params, vk = c2.published_params(self.params, setup)
             pk, note = c2.load_params(params, setup), "published .params, digest checked"
         else:
-            params, made = c2.ensure_dev_params(setup, cache_dir, setup_seed)
+            from ..backends import resolve_backend_name
+
+            params, made = c2.ensure_dev_params(setup, cache_dir, setup_seed, resolve_backend_name(setup_backend))
             vk = c2.dev_key_files(setup, cache_dir, setup_seed)[1]
             pk = c2.load_params(params, setup, c2.dev_meta(setup_seed))
             note = "created by the INSECURE dev setup" if made else "cached"
-        self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
-                         n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name)
+        self.adopt(setup, pk, vk, cache_dir)
         return pk, setup.recording.cs, {"key": str(params), "note": note}
+
+    def adopt(self, setup, pk, vk, cache_dir) -> None:
+        """Take ``setup`` (c2.CircuitSetup) and its key ``pk`` (with its .vk path) as this circuit's:
+        what load_key does once it has them (jobs/bench_filecoin_c2.py makes them step by step)."""
+        from ..filecoin.c2 import full_wires
+
+        self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
+                         n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name,
+                         full_wires=full_wires(setup))
 
     def key_shape(self, quick: bool = False):
         """None: the sizes are known once the circuit is recorded (load_key)."""
@@ -111,9 +121,10 @@ class FilecoinCircuit:
         return self.meta["n_wires"] * 32
 
     def partition_batch_bytes(self) -> int:
-        """Every wire counted as a full field element (an upper bound: the witness is mostly bits)."""
+        """The compact witness with every wire the tape computes as a field element counted full (an
+        upper bound: at 32 GiB ~0.1 GB, not the 4.2 GB of every wire full)."""
         n = self.meta["n_wires"]
-        return compact_bytes(n, n)
+        return compact_bytes(n, min(n, self.meta.get("full_wires", n)))
 
     def proof_label(self, proof: int) -> str:
         return f"C1 {self.c1}"
@@ -165,10 +176,17 @@ def _c1(path: str, mtime_ns: int):
 
 
 def synthesize_partition(spec: dict) -> CompactWitness:
-    """The compact witness of one partition of a synth spec (``FilecoinCircuit.synth_spec``): the
-    recording and the C1 read once per process, the witness by ``c2.partition_witness``."""
-    from ..filecoin.c2 import partition_witness
+    """The compact witness of one partition of a synth spec (``FilecoinCircuit.synth_spec``), made
+    where the synthesis task runs: "stacked" replays the partition cache's tape (loaded once per
+    process, without the matrices), "inputs" synthesizes the stand-in against its recording."""
+    from ..filecoin import c2
+    from ..filecoin.registry import registered_seal_proof
 
-    setup = _setup(spec["proof_type"], spec["cache_dir"], spec["variant"])
     c1 = _c1(spec["c1"], os.stat(spec["c1"]).st_mtime_ns)
-    return compact(partition_witness(setup, c1, spec["partition"]))
+    if spec["variant"] == "stacked":
+        from ..filecoin.circuit.fast_witness import fast_witness
+
+        return fast_witness(c2.witness_plan(registered_seal_proof(spec["proof_type"]), spec["cache_dir"]), c1,
+                            spec["partition"])
+    setup = _setup(spec["proof_type"], spec["cache_dir"], spec["variant"])
+    return c2.partition_witness(setup, c1, spec["partition"])

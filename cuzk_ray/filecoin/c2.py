@@ -3,12 +3,16 @@
 The pieces, each a function the engine, the job, the ``c2`` command and the service share:
 
 - ``circuit_setup(proof, cache_dir, variant)``: the partition circuit of a registered proof, recorded
-  once (record.py's ``cached_recording``, from the blank circuit) and cached by sector size;
-- ``partition_witness(setup, c1, k)``: partition k's witness (the reference synthesizer today: one
-  function, to be swapped for the fast witness);
-- ``dev_key_files`` / ``ensure_dev_params``: a development key (INSECURE, seeded), made once by the
-  CPU setup with ``qap="bellperson"`` and written as Filecoin's ``.params`` + ``.vk`` under the key
-  cache; ``published_params`` finds Filecoin's own files in a directory by their published names;
+  once from the blank circuit and cached by sector size ("stacked": circuit/partition_cache.py, the
+  recording and the witness tape from one synthesis; "inputs": record.py's ``cached_recording``);
+- ``partition_witness(setup, c1, k)``: partition k's witness as a CompactWitness ("stacked": the
+  fast witness, the tape replayed by numba; ``reference_witness`` is the slow reference
+  synthesizer, the oracle of the tests); ``witness_plan(proof, cache_dir)`` is all a synthesis
+  worker loads (the tape, not the matrices);
+- ``dev_key_files`` / ``ensure_dev_params``: a development key (INSECURE, seeded), made once with
+  ``qap="bellperson"`` (on the CPU, or on the GPU with ``backend="cuda"``) and streamed into
+  Filecoin's ``.params`` + ``.vk`` under the key cache (params_sink.py: disk and host room checked
+  first); ``published_params`` finds Filecoin's own files in a directory by their published names;
   ``load_params`` reads either with the recording's densities;
 - ``seal_inputs`` and ``check_multiproof``: every partition's public inputs derived from the C1's
   replica_id, comm_d, comm_r and seed (not from the witness), and the MultiProof verified with the
@@ -20,6 +24,7 @@ small stand-in with the same public inputs (circuit/inputs_standin.py: plumbing 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +32,19 @@ from pathlib import Path
 from ..field import FrVector, fr_to_limbs
 from ..formats.snarkjs_json import write_bytes_atomic
 from ..groth16.keys import Proof, ProvingKey
-from ..groth16.setup import dev_setup
+from ..witness import CompactWitness, compact
 from .c1 import C1Output
+from .circuit import replay
+from .circuit.fast_witness import fast_witness
 from .circuit.inputs_standin import blank_standin, standin_values, synthesize_standin
+from .circuit.partition_cache import cached_partition, cached_tape, field_wires
 from .circuit.record import Recording, cached_recording, witness_only
+from .circuit.replay import ReplayPlan
 from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
+from .circuit.tape import WitnessTape
 from .parameters_json import published_key_names
-from .params import BellpersonVerifyingKey, ParamsFile, write_params, write_vk
+from .params import BellpersonVerifyingKey, ParamsFile
+from .params_sink import write_dev_params
 from .proofs import multiproof_to_bytes
 from .public_inputs import replica_partitions_inputs
 from .registry import PoRepConfig, RegisteredSealProof
@@ -52,6 +63,12 @@ class CircuitSetup:
     proof: RegisteredSealProof
     variant: str
     recording: Recording
+    tape: WitnessTape | None = None  # "stacked": the partition's witness tape
+
+    @functools.cached_property
+    def plan(self) -> ReplayPlan | None:
+        """The tape in replay form, made on first use (the driver of an engine run never needs it)."""
+        return None if self.tape is None else replay.plan(self.tape)
 
     @property
     def config(self) -> PoRepConfig:
@@ -82,15 +99,31 @@ def synthesis(variant: str, config: PoRepConfig, c1: C1Output | None = None, k: 
 
 
 def circuit_setup(proof: RegisteredSealProof, cache_dir, variant: str = "stacked") -> CircuitSetup:
-    """The recorded partition circuit of ``proof`` (synthesized blank the first time, then read
-    from ``<cache_dir>/recordings``)."""
-    config = proof.config
-    if config.non_interactive:
-        raise ValueError(f"{proof.name}: NonInteractivePoRep proofs are aggregated (SnarkPack), not proved by c2")
-    name = f"filecoin-{check_variant(variant)}-l{config.shape.layers}-c{config.challenges_per_partition}"
+    """The recorded partition circuit of ``proof`` (synthesized blank the first time, then read from
+    the cache: ``<cache_dir>/partitions`` for "stacked", with its witness tape; ``<cache_dir>/recordings``
+    for "inputs")."""
+    config = check_config(proof)
+    if check_variant(variant) == "stacked":
+        cache = cached_partition(Path(cache_dir).expanduser(), config)
+        return CircuitSetup(proof, variant, cache.recording, cache.tape)
+    name = f"filecoin-{variant}-l{config.shape.layers}-c{config.challenges_per_partition}"
     rec = cached_recording(Path(cache_dir).expanduser() / RECORDINGS, name, config.sector_size,
                            synthesis(variant, config))
     return CircuitSetup(proof, variant, rec)
+
+
+def check_config(proof: RegisteredSealProof) -> PoRepConfig:
+    config = proof.config
+    if config.non_interactive:
+        raise ValueError(f"{proof.name}: NonInteractivePoRep proofs are aggregated (SnarkPack), not proved by c2")
+    return config
+
+
+@functools.lru_cache(maxsize=2)
+def witness_plan(proof: RegisteredSealProof, cache_dir: str) -> ReplayPlan:
+    """The replay plan of ``proof``'s partition from the partition cache (its tape only, digest
+    checked; recorded there the first time): what a synthesis worker loads, once per process."""
+    return replay.plan(cached_tape(Path(cache_dir).expanduser(), check_config(proof)))
 
 
 def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:
@@ -108,9 +141,33 @@ def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:
                              f"{setup.proof.name} has {per}")
 
 
-def partition_witness(setup: CircuitSetup, c1: C1Output, k: int) -> FrVector:
-    """Partition k's full witness (inputs, then aux, in the recording's columns) by the reference
-    synthesizer, checked against the recording's counts. The one place a faster witness plugs in."""
+def partition_witness(setup: CircuitSetup, c1: C1Output, k: int, pl: ReplayPlan | None = None) -> CompactWitness:
+    """Partition k's full witness (inputs, then aux, in the recording's columns) as a CompactWitness:
+    for "stacked" the fast witness (the tape of ``pl`` or the setup's replayed with the C1's values),
+    for "inputs" the stand-in's synthesis. Checked against the recording's wire count."""
+    if setup.variant == "inputs":
+        return compact(reference_witness(setup, c1, k))
+    pl = pl or setup.plan
+    if pl is None:
+        raise ValueError(f"{setup.name}: no witness tape in this setup (made by circuit_setup with variant stacked)")
+    w = fast_witness(pl, c1, k)
+    if w.n_wires != setup.recording.cs.n_wires:
+        raise ValueError(f"partition {k}: the fast witness has {w.n_wires} wires, the recording "
+                         f"{setup.recording.cs.n_wires} (a tape and a recording of different circuits?)")
+    return w
+
+
+def full_wires(setup: CircuitSetup) -> int:
+    """An upper bound of a partition's witness wires that hold full field elements (the rest are 0/1
+    and travel as bits): from the tape for "stacked", every wire otherwise."""
+    if setup.tape is None:
+        return setup.recording.cs.n_wires
+    return field_wires(setup.tape, setup.config.challenges_per_partition)
+
+
+def reference_witness(setup: CircuitSetup, c1: C1Output, k: int) -> FrVector:
+    """Partition k's witness by the reference synthesizer (slow: the oracle of the fast witness),
+    checked against the recording's counts."""
     w = witness_only(synthesis(setup.variant, setup.config, c1, k), setup.recording.shape)
     return FrVector(fr_to_limbs(w))  # reduced by construction (field arithmetic mod r)
 
@@ -129,17 +186,16 @@ def dev_meta(setup_seed: int) -> dict:
     return {"insecure_dev_setup": True, "seed": setup_seed, "qap": "bellperson"}
 
 
-def ensure_dev_params(setup: CircuitSetup, cache_dir, setup_seed: int = 0) -> tuple[Path, bool]:
-    """(the .params path, made now?): the cached development key, or a new one made by the CPU
-    setup (bellperson's QAP, stored by density) and written as .vk then .params (each atomically;
-    the .params, written last, marks the key complete)."""
+def ensure_dev_params(setup: CircuitSetup, cache_dir, setup_seed: int = 0, backend: str = "cpu") -> tuple[Path, bool]:
+    """(the .params path, made now?): the cached development key, or a new one made by the setup on
+    ``backend`` ("cpu", or "cuda": the GPU computes the scalars and points) with bellperson's QAP,
+    streamed into the .params as it is made (params_sink.py: room checked first, .vk written, the
+    .params renamed into place last, which marks the key complete)."""
     params, vk = dev_key_files(setup, cache_dir, setup_seed)
     if params.is_file() and vk.is_file():
         return params, False
     params.parent.mkdir(parents=True, exist_ok=True)
-    pk = dev_setup(setup.recording.cs, setup_seed, meta={"circuit_id": setup.name}, qap="bellperson")
-    write_vk(vk, BellpersonVerifyingKey.from_proving_key(pk))
-    write_params(params, pk)
+    write_dev_params(params, vk, setup.recording.cs, setup_seed, meta={"circuit_id": setup.name}, backend=backend)
     return params, True
 
 

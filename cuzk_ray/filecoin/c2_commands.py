@@ -36,7 +36,8 @@ def c2_config(args: argparse.Namespace, work: Path) -> dict:
     """The prove job's config for this C2 (composed from conf/, paths set directly: no quoting)."""
     from ..job import compose
 
-    cfg = compose(["circuit=filecoin", f"backend={args.backend}", f"setup_seed={args.setup_seed}"])
+    cfg = compose(["circuit=filecoin", f"backend={args.backend}", f"setup_backend={args.backend}",
+                   f"setup_seed={args.setup_seed}"])
     cfg["circuit"].update(c1=args.c1, params=args.params, variant=args.variant)
     if args.cache_dir:
         cfg["cache_dir"] = args.cache_dir

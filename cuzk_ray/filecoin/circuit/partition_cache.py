@@ -1,0 +1,185 @@
+"""A StackedDRG partition's recording AND witness tape from ONE blank synthesis, cached together.
+
+``partition_record.synthesize_blocks`` (the constraint matrices) and ``tape.record_tape`` (how each
+variable is computed) each synthesize the blank circuit of the prefix and of one challenge: at
+32 GiB a pass is minutes of Python, so making both separately costs twice. Here one constraint
+system (``RecordingTapeCS``: compact rows as they are enforced, and a tape attached) is synthesized
+for the prefix alone (cheap) and for the prefix and one challenge; the rows become the recording
+(partition_record's on-disk format, replicated to every challenge), the tape is folded to the
+prefix and one block (tape.py). Both are the same arrays the separate paths make (tested).
+
+On disk, under ``<cache_dir>/partitions``, by sector size:
+
+    stacked-<bytes>.recording/   the matrices (partition_record.save_blocks: hashed .npy files)
+    stacked-<bytes>.tape.npz     the witness tape (tape.save_tape)
+    stacked-<bytes>.json         written last: marks the pair complete, holds the tape's SHA-256
+
+A cache whose manifest is missing is recorded again (a crash half way); a file that does not match
+its recorded digest is refused in one line (it is never silently replaced: something altered it).
+Synthesis workers need only the tape (``cached_tape``): the 9 GB of matrices stay with the driver.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ...formats.snarkjs_json import write_bytes_atomic
+from ..registry import PoRepConfig
+from .blocks import layout_from_counts, no_gc
+from .compact_cs import CompactCS
+from .partition_record import BlockRecording, load_partition_recording, save_blocks
+from .record import Recording
+from .replay import ReplayPlan, plan
+from .stacked import blank_stacked_circuit, synthesize_stacked, tree_shape
+from .tape import FR_OPS, TapeRecorder, WitnessTape, counts, fold, load_tape, save_tape
+
+FORMAT = "cuzk-ray filecoin partition cache"
+VERSION = 1
+SUBDIR = "partitions"
+CIRCUIT = "stacked"
+
+
+class RecordingTapeCS(CompactCS):
+    """CompactCS (rows kept as arrays) with a witness tape attached: the gadgets report every
+    allocation to ``tape`` while ``enforce`` keeps the rows, so one pass yields both."""
+
+    def __init__(self):
+        super().__init__()
+        self.tape = TapeRecorder(constraints=False)
+
+
+@dataclass(frozen=True)
+class PartitionPaths:
+    """The three files of one sector size's cache."""
+
+    recording: Path
+    tape: Path
+    manifest: Path
+
+
+@dataclass(frozen=True, eq=False)
+class PartitionCache:
+    """One sector size's blank partition: the recorded matrices and the witness tape."""
+
+    recording: Recording
+    tape: WitnessTape
+    paths: PartitionPaths
+
+    @functools.cached_property
+    def plan(self) -> ReplayPlan:
+        """The tape in replay form (checked once, then kept)."""
+        return plan(self.tape)
+
+
+def cache_paths(cache_dir, config: PoRepConfig) -> PartitionPaths:
+    """Where ``config``'s partition cache lives under ``cache_dir``."""
+    base = Path(cache_dir).expanduser() / SUBDIR
+    stem = f"{CIRCUIT}-{int(config.sector_size)}"
+    return PartitionPaths(base / f"{stem}.recording", base / f"{stem}.tape.npz", base / f"{stem}.json")
+
+
+def synthesize_partition(config: PoRepConfig) -> tuple[BlockRecording, WitnessTape]:
+    """The blank partition of ``config`` synthesized once (prefix alone, then prefix + one challenge,
+    one constraint system for rows and tape): its block recording and its folded tape."""
+    shape, layers = tree_shape(config), config.shape.layers
+    head, cs = RecordingTapeCS(), RecordingTapeCS()
+    with no_gc():
+        synthesize_stacked(head, blank_stacked_circuit(shape, layers, 0))
+        synthesize_stacked(cs, blank_stacked_circuit(shape, layers, 1))
+    prefix = (head.num_inputs, head.num_aux, head.num_constraints)
+    one = (cs.num_inputs, cs.num_aux, cs.num_constraints)
+    layout = layout_from_counts(prefix, one, config.challenges_per_partition)
+    blocks = BlockRecording(cs.rows(), layout, f"{CIRCUIT}-{config.sector_size}", 1)
+    return blocks, fold(cs.tape, counts(head), counts(cs), 1)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 24), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_partition_cache(paths: PartitionPaths, config: PoRepConfig) -> None:
+    """Synthesize and write the pair, then the manifest (the mark of a complete cache). Leftovers
+    of an incomplete earlier attempt (no manifest) are removed once the synthesis has succeeded."""
+    blocks, tape = synthesize_partition(config)
+    shutil.rmtree(paths.recording, ignore_errors=True)
+    paths.tape.unlink(missing_ok=True)
+    paths.manifest.parent.mkdir(parents=True, exist_ok=True)
+    save_blocks(paths.recording, blocks)
+    del blocks  # the rows: gone before the tape is hashed
+    save_tape(paths.tape, tape)
+    meta = {"format": FORMAT, "version": VERSION, "sector_size": int(config.sector_size),
+            "recording": paths.recording.name, "tape": paths.tape.name, "tape_sha256": file_sha256(paths.tape)}
+    write_bytes_atomic(paths.manifest, json.dumps(meta, indent=1).encode())
+
+
+def read_manifest(paths: PartitionPaths, config: PoRepConfig) -> dict:
+    """The cache's manifest, checked (ValueError naming the file and field)."""
+    try:
+        meta = json.loads(paths.manifest.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{paths.manifest}: not a readable partition cache manifest ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(f"{paths.manifest}: field 'format'/'version' is not {FORMAT!r} version {VERSION}")
+    if meta.get("sector_size") != int(config.sector_size):
+        raise ValueError(f"{paths.manifest}: field 'sector_size' is {meta.get('sector_size')}, need "
+                         f"{config.sector_size}")
+    if not isinstance(meta.get("tape_sha256"), str):
+        raise ValueError(f"{paths.manifest}: field 'tape_sha256' is missing")
+    return meta
+
+
+def ensure_partition_cache(cache_dir, config: PoRepConfig) -> PartitionPaths:
+    """The cache's paths, recorded now when it is not complete on disk."""
+    paths = cache_paths(cache_dir, config)
+    if not paths.manifest.is_file():
+        write_partition_cache(paths, config)
+    return paths
+
+
+def cached_tape(cache_dir, config: PoRepConfig) -> WitnessTape:
+    """The witness tape of ``config``'s partition (recorded with the recording the first time), its
+    SHA-256 checked against the manifest: what a synthesis worker needs, without the matrices."""
+    paths = ensure_partition_cache(cache_dir, config)
+    want = read_manifest(paths, config)["tape_sha256"]
+    if not paths.tape.is_file():
+        raise ValueError(f"{paths.tape}: missing, the manifest {paths.manifest.name} lists it (delete "
+                         f"{paths.manifest} to record again)")
+    have = file_sha256(paths.tape)
+    if have != want:
+        raise ValueError(f"{paths.tape}: SHA-256 {have[:16]}..., the manifest says {want[:16]}...: the file was "
+                         f"altered or damaged (delete {paths.manifest} to record again)")
+    return load_tape(paths.tape)
+
+
+def cached_partition(cache_dir, config: PoRepConfig, verify_hashes: bool = True) -> PartitionCache:
+    """Recording and tape of ``config``'s partition: read from ``<cache_dir>/partitions`` (every
+    file's digest checked), or, the first time, synthesized once and written there."""
+    tape = cached_tape(cache_dir, config)
+    paths = cache_paths(cache_dir, config)
+    rec = load_partition_recording(paths.recording, verify_hashes=verify_hashes)
+    if (rec.shape.num_inputs, rec.shape.num_aux) != tape.layout.partition(config.challenges_per_partition):
+        raise ValueError(f"{paths.recording}: {rec.shape.num_inputs} inputs and {rec.shape.num_aux} aux, the tape "
+                         f"{paths.tape.name} gives {tape.layout.partition(config.challenges_per_partition)}")
+    return PartitionCache(rec, tape, paths)
+
+
+def field_wires(tape: WitnessTape, blocks: int) -> int:
+    """An upper bound of the wires of a ``blocks``-challenge partition's CompactWitness that hold full
+    field elements: the variables the tape computes as field elements (the bit ops' outputs are 0
+    or 1, which the compact form keeps in its bitmap). At 32 GiB a few % of the 130M wires: what
+    admission and Ray's object store are sized by, instead of every wire."""
+    op, n = tape.arrays["op"], tape.arrays["n"]
+    fr = np.isin(op, FR_OPS) * n
+    p = tape.layout.prefix.ops
+    return int(fr[:p].sum()) + blocks * int(fr[p:].sum())

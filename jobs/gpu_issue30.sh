@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Issue 30 on the H200 in ONE device call (<= 600 s): the real 2 KiB C2 on the GPU as a test, then
+# the 32 GiB benchmark with whatever time is left. Logs, the figures JSON and samplers under $OUT.
+#
+#   bash jobs/gpu_issue30.sh [all|2k|32g] [REPEAT]     (default: all 3)
+#   device call: carry [".whl", ".cubin"] (.cubin optional: without it NVRTC compiles the kernels,
+#   ~2 min, inside the 2 KiB test's time); nothing else is needed (no caches survive between calls:
+#   a machine stays warm ~30 s).
+#
+# Phases and estimates (from a lost branch's H200 figures: 2 KiB GPU E2E test 79 s, synthetic
+# 32 GiB C1 13.2 s, recording + tape 117.6 s on 16 cores, fast witness 0.62 s per 32 GiB
+# partition; the rest are guesses, marked ~). Measured with THIS code on the 2-core dev box
+# (2026-12-05, shared): 32 GiB partition cache in one synthesis 558 s (9.0 GiB peak RSS, 8.6 GiB
+# on disk, all nine counts equal to cuzk's), read back 13.9 s, fast witness of a synthetic C1's
+# partition 0 2.9 s with its public inputs equal to the verifier's; the real 2 KiB C2 on the CPU
+# (stacked circuit, streamed dev .params 1.1 GB in 659 s, prove 96 s) verified OK, INVALID with
+# another comm_r or seed.
+#   install the carried wheels                                             ~15 s
+#   2 KiB GPU test (tests/test_filecoin_c2_gpu.py), timeout T2K=170 s      79 s with .cubin, ~200 s without
+#   32 GiB bench, timeout = what is left less 25 s for packing:
+#     synthetic 32 GiB C1                                                  13 s
+#     partition cache: one blank synthesis, recording + tape written       118 s
+#       then read back (SHA-256 of ~9 GB, density check)                   ~30 s
+#     fast witness of partition 0 (numba compile, then timed)              ~20 s + 0.6 s
+#     development .params on the GPU (~430M G1 + 33M G2 fixed-base
+#       points, 47.4 GB streamed to disk; disk checked first)              ~150 s
+#     key loaded into host memory (47 GB)                                  ~60 s
+#     Ray engine up, key to the provers                                    ~60 s
+#     REPEAT proofs of 10 partitions (goal 12 s/proof steady; first ~30 s) ~30 s + 12 s x (REPEAT - 1)
+#   total 32 GiB ~480 s: it does NOT fit after the 2 KiB test (~390 s left); `all` brings back how far
+#   it got (each phase's time is printed as it ends). For the steady-state figure run `32g` alone
+#   (~575 s for it). Host memory: ~103 GB estimated (128 GiB there); disk: ~11 GB cache + 47.4 GB key
+#   of the 64 GB (bench checks before writing the .params and refuses in one line).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WHAT=${1:-all}
+REPEAT=${2:-3}
+OUT=${OUT:-outputs/gpu-issue30}
+mkdir -p "$OUT"
+START=$(date +%s)
+BUDGET=${BUDGET:-590}          # seconds of the device call this script may use
+T2K=${T2K:-170}
+left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+
+shopt -s nullglob
+wheels=(.whl/*.whl .whl/*.tar.gz)
+shopt -u nullglob
+if [ ${#wheels[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}" \
+        || echo "carried wheels not installed; using the installed packages" >&2
+fi
+export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
+export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
+  df -B1 "$HOME" /tmp /dev/shm; ls "$CUZK_CUBIN_DIR"; } > "$OUT/machine.txt" 2>&1
+echo "== install: $(( $(date +%s) - START )) s" | tee -a "$OUT/phases.txt"
+
+# samplers (this script's own background jobs, stopped by their pids at the end): VRAM, host, disk
+nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 1000 > "$OUT/vram.csv" 2>&1 &
+SMI=$!
+( while true; do echo "$(date +%s) $(free -b | awk '/Mem:/{print $3}') $(df -B1 --output=used "$HOME" | tail -1)";
+  sleep 2; done ) > "$OUT/host_disk.txt" 2>&1 &
+HOST=$!
+
+status=0
+if [ "$WHAT" = all ] || [ "$WHAT" = 2k ]; then
+    t0=$(date +%s)
+    timeout "$T2K" python3 -m pytest -q -m gpu tests/test_filecoin_c2_gpu.py 2>&1 | tee "$OUT/test_2k_gpu.log"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || status=1
+    echo "== 2 KiB GPU test: $(( $(date +%s) - t0 )) s (rc $rc; 124 = timed out)" | tee -a "$OUT/phases.txt"
+fi
+if [ "$WHAT" = all ] || [ "$WHAT" = 32g ]; then
+    t0=$(date +%s)
+    T32=$(( $(left) - 25 ))
+    echo "32 GiB bench: ${T32} s left for it" | tee -a "$OUT/phases.txt"
+    if [ "$T32" -gt 30 ]; then
+        timeout "$T32" python3 jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray \
+            --repeat "$REPEAT" --cache-dir "$HOME/.cache/cuzk-ray-issue30" --work /tmp/issue30-work \
+            --out "$OUT/bench_32g.json" 2>&1 | tee "$OUT/bench_32g.log"
+        rc=${PIPESTATUS[0]}
+        [ "$rc" -eq 0 ] || status=1
+        echo "== 32 GiB bench: $(( $(date +%s) - t0 )) s (rc $rc; 124 = timed out)" | tee -a "$OUT/phases.txt"
+    fi
+fi
+kill "$SMI" "$HOST" 2>/dev/null
+du -sb "$HOME/.cache/cuzk-ray-issue30"/* >> "$OUT/phases.txt" 2>/dev/null
+echo "== total: $(( $(date +%s) - START )) s" | tee -a "$OUT/phases.txt"
+exit $status

@@ -1,0 +1,188 @@
+"""The partition cache (filecoin/circuit/partition_cache.py) and the dev key streamed into .params
+(filecoin/params_sink.py), at 2 KiB on the CPU.
+
+One blank synthesis yields the recording and the witness tape: both must equal what the separate
+paths make (partition_record.synthesize_blocks, fast_witness.witness_tape), the cache must be
+reused without synthesizing again, and a cache file altered on disk must be refused in one line.
+c2's fast partition witness must equal ``reference_witness`` bit for bit on a sealed 2 KiB C1 and
+satisfy the recorded matrices; a tampered C1's must not. The streamed .params must be byte for byte
+what dev_setup + write_params make; ``check_room`` refuses a disk or host that is too small.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from test_filecoin_stacked_circuit import sealed_2k, tampered_label  # noqa: F401
+
+from cuzk_ray.circuits.filecoin import synthesize_partition
+from cuzk_ray.filecoin import c2, registry
+from cuzk_ray.filecoin.c1 import write_c1
+from cuzk_ray.filecoin.circuit import partition_cache
+from cuzk_ray.filecoin.circuit.fast_witness import witness_tape
+from cuzk_ray.filecoin.circuit.partition_record import assemble, synthesize_blocks
+from cuzk_ray.filecoin.circuit.stacked import tree_shape
+from cuzk_ray.filecoin.params import BellpersonVerifyingKey, write_params, write_vk
+from cuzk_ray.filecoin.params_sink import ParamsSink, check_room, params_layout, write_dev_params
+from cuzk_ray.groth16.setup import dev_setup
+from cuzk_ray.r1cs import UnsatisfiedConstraint
+from cuzk_ray.witness import compact
+
+PROOF_2K = registry.registered_seal_proof("StackedDrg2KiBV1_1")
+CONFIG_2K = PROOF_2K.config
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("fc-cache")
+
+
+@pytest.fixture(scope="module")
+def setup_2k(cache_dir):
+    """c2's setup of the real 2 KiB circuit: the partition cache made here (one synthesis)."""
+    return c2.circuit_setup(PROOF_2K, cache_dir, "stacked")
+
+
+def test_cache_is_made_once_then_reused(setup_2k, cache_dir, monkeypatch):
+    paths = partition_cache.cache_paths(cache_dir, CONFIG_2K)
+    assert paths.recording.is_dir() and paths.tape.is_file() and paths.manifest.is_file()
+
+    def no_synthesis(config):
+        raise AssertionError("the cached partition was synthesized again")
+
+    monkeypatch.setattr(partition_cache, "synthesize_partition", no_synthesis)
+    again = partition_cache.cached_partition(cache_dir, CONFIG_2K)
+    assert again.recording.shape == setup_2k.recording.shape
+    assert again.tape.layout == setup_2k.tape.layout
+    # the twin: without the manifest the cache is incomplete and is synthesized again
+    paths.manifest.rename(paths.manifest.with_suffix(".bak"))
+    try:
+        with pytest.raises(AssertionError, match="synthesized again"):
+            partition_cache.cached_partition(cache_dir, CONFIG_2K)
+    finally:
+        paths.manifest.with_suffix(".bak").rename(paths.manifest)
+
+
+def test_cache_equals_the_separate_recording_and_tape(setup_2k):
+    shape = tree_shape(CONFIG_2K)
+    blocks = synthesize_blocks(shape, CONFIG_2K.shape.layers, CONFIG_2K.challenges_per_partition, "separate")
+    separate = assemble(blocks).cs
+    cached = setup_2k.recording.cs
+    for m in ("A", "B", "C"):
+        one, two = getattr(cached, m), getattr(separate, m)
+        assert np.array_equal(one.indptr, two.indptr) and np.array_equal(one.entries, two.entries)
+        assert np.array_equal(one.table, two.table)
+    tape, cached_tape = witness_tape(CONFIG_2K), setup_2k.tape
+    assert tape.layout == cached_tape.layout and np.array_equal(tape.consts, cached_tape.consts)
+    assert all(np.array_equal(tape.arrays[k], cached_tape.arrays[k]) for k in tape.arrays)
+    assert cached.n_wires == setup_2k.recording.shape.num_inputs + setup_2k.recording.shape.num_aux
+
+
+def test_fast_partition_witness_is_the_reference_and_satisfies_the_recording(setup_2k, sealed_2k):  # noqa: F811
+    _, c1 = sealed_2k
+    fast = c2.partition_witness(setup_2k, c1, 0)
+    reference = compact(c2.reference_witness(setup_2k, c1, 0))
+    assert fast == reference and fast.n_wires == setup_2k.recording.cs.n_wires
+    bound = c2.full_wires(setup_2k)  # what admission sizes a partition by
+    assert fast.n_full <= bound < fast.n_wires // 10, (fast.n_full, bound)
+    setup_2k.recording.cs.check(fast.expand())
+    bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
+    bad = c2.partition_witness(setup_2k, bad_c1, 0)
+    assert bad != reference
+    with pytest.raises(UnsatisfiedConstraint, match="is not satisfied"):
+        setup_2k.recording.cs.check(bad.expand())
+
+
+def test_the_engine_synthesis_task_makes_the_fast_witness(setup_2k, sealed_2k, cache_dir, tmp_path):  # noqa: F811
+    """What the Ray synthesis task runs (circuits.filecoin.synthesize_partition): the tape from the
+    cache, replayed with the C1 read from its file; a tampered C1 file gives another witness."""
+    _, c1 = sealed_2k
+    write_c1(c1, tmp_path / "c1.json")
+    spec = {"kind": "filecoin", "c1": str(tmp_path / "c1.json"), "proof_type": PROOF_2K.name, "variant": "stacked",
+            "cache_dir": str(cache_dir), "proof": 0, "partition": 0}
+    assert synthesize_partition(spec) == c2.partition_witness(setup_2k, c1, 0)
+    bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
+    write_c1(bad_c1, tmp_path / "bad.json")
+    assert synthesize_partition({**spec, "c1": str(tmp_path / "bad.json")}) != c2.partition_witness(setup_2k, c1, 0)
+
+
+def test_altered_cache_files_are_refused_in_one_line(setup_2k, cache_dir, tmp_path):
+    paths = partition_cache.cache_paths(cache_dir, CONFIG_2K)
+    data = paths.tape.read_bytes()
+    try:
+        paths.tape.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+        with pytest.raises(ValueError, match=r"tape.npz: SHA-256 \w+\.\.\., the manifest says \w+\.\.\.: the file was"
+                                             r" altered") as e:
+            partition_cache.cached_tape(cache_dir, CONFIG_2K)
+        assert "\n" not in str(e.value)
+    finally:
+        paths.tape.write_bytes(data)
+    assert partition_cache.cached_tape(cache_dir, CONFIG_2K).layout == setup_2k.tape.layout
+    npy = sorted(paths.recording.glob("B_entries*.npy"))[0]
+    raw = bytearray(npy.read_bytes())
+    try:
+        raw[-1] ^= 1
+        npy.write_bytes(bytes(raw))
+        with pytest.raises(ValueError, match="B_entries") as e:
+            partition_cache.cached_partition(cache_dir, CONFIG_2K)
+        assert "\n" not in str(e.value)
+    finally:
+        raw[-1] ^= 1
+        npy.write_bytes(bytes(raw))
+    meta = json.loads(paths.manifest.read_text())
+    other = tmp_path / "partitions"
+    other.mkdir()
+    moved = partition_cache.cache_paths(tmp_path, CONFIG_2K)
+    moved.manifest.write_text(json.dumps({**meta, "sector_size": 8 << 20}))
+    with pytest.raises(ValueError, match="field 'sector_size' is 8388608, need 2048"):
+        partition_cache.cached_tape(tmp_path, CONFIG_2K)
+
+
+# --- the .params sink -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    return c2.circuit_setup(PROOF_2K, tmp_path_factory.mktemp("standin"), "inputs")
+
+
+def test_streamed_params_equal_dev_setup_then_write_params(standin, tmp_path):
+    cs = standin.recording.cs
+    pk = dev_setup(cs, 5, meta={"circuit_id": standin.name}, qap="bellperson")
+    write_params(tmp_path / "whole.params", pk)
+    write_vk(tmp_path / "whole.vk", BellpersonVerifyingKey.from_proving_key(pk))
+    layout = write_dev_params(tmp_path / "streamed.params", tmp_path / "streamed.vk", cs, 5,
+                              meta={"circuit_id": standin.name})
+    assert (tmp_path / "streamed.params").read_bytes() == (tmp_path / "whole.params").read_bytes()
+    assert (tmp_path / "streamed.vk").read_bytes() == (tmp_path / "whole.vk").read_bytes()
+    assert (tmp_path / "streamed.params").stat().st_size == layout.total_bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streamed.params", "streamed.vk", "whole.params",
+                                                          "whole.vk"]  # no temporary file left
+    # the twin: another seed is another key
+    write_dev_params(tmp_path / "seed6.params", tmp_path / "seed6.vk", cs, 6)
+    assert (tmp_path / "seed6.params").read_bytes() != (tmp_path / "whole.params").read_bytes()
+
+
+def test_params_sink_refuses_a_query_of_the_wrong_size_and_leaves_nothing(standin, tmp_path):
+    layout = params_layout(standin.recording.cs)
+    sink = ParamsSink(tmp_path / "k.params", layout)
+    try:
+        with pytest.raises(ValueError, match=r"a_query: the setup makes 1 points, the layout has room for \d+"):
+            sink.stream("a_query", np.uint64, (1, 2, 6))
+        with pytest.raises(ValueError, match="query .* was not written completely"):
+            sink.finish(tmp_path / "k.vk")
+    finally:
+        sink.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_room_refuses_in_one_line(tmp_path):
+    check_room(tmp_path / "k.params", 1, 1)  # a byte of disk and of memory: there
+    with pytest.raises(ValueError, match=r"k.params: the key needs 1000000.0 GB of disk, .* has [\d.]+ GB free"):
+        check_room(tmp_path / "k.params", 10**15)
+    with pytest.raises(ValueError, match=r"k.params: the key needs 1000000.0 GB of host memory, [\d.]+ GB "
+                                         "available"):
+        check_room(tmp_path / "sub" / "k.params", 1, 10**15)
