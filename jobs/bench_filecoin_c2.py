@@ -122,6 +122,41 @@ def median(xs) -> float | None:
     return float(np.median(xs)) if xs else None
 
 
+
+def memory_key(setup, backend: str, work: Path):
+    """The development key made by the setup in host memory and used as it is (the .params write and
+    read skipped: --key memory, when a device call has no time for 2 x 47 GB at 32 GiB); the .vk
+    written under ``work`` for the verifier. The same key as --key params's (params_sink writes
+    dev_setup's arrays byte for byte)."""
+    from cuzk_ray.filecoin.params import BellpersonVerifyingKey, write_vk
+    from cuzk_ray.groth16.setup import dev_setup
+
+    pk = dev_setup(setup.recording.cs, 0, meta={"circuit_id": setup.name, **c2.dev_meta(0)}, backend=backend,
+                   qap="bellperson")
+    vk = work / f"{setup.name}-setup0.vk"
+    write_vk(vk, BellpersonVerifyingKey.from_proving_key(pk))
+    return pk, vk
+
+
+def params_key(setup, args, fig: dict, ph, save):
+    """The development .params made (streamed, GPU setup with --backend cuda) or found cached, then
+    read back: the path a user's c2 takes."""
+    from cuzk_ray.filecoin.params_sink import check_room
+
+    params, made = c2.ensure_dev_params(setup, args.cache_dir, backend=args.backend)
+    fig["params_bytes"], fig["params_made"] = params.stat().st_size, made
+    ph.done("development .params " + ("made" if made else "cached"), f"{params.stat().st_size / GB:.2f} GB")
+    save()
+    vk = c2.dev_key_files(setup, args.cache_dir)[1]
+    # the key decoded in the driver, and on Ray one more copy with the matrices in its object store
+    need = params.stat().st_size * (2 if args.engine == "ray" else 1) + setup.recording.cs.nbytes
+    fig["host_estimate_bytes"] = need
+    check_room(params, 0, need, what="the key in the driver and the engine")
+    pk = c2.load_params(params, setup, c2.dev_meta(0))
+    ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory (estimate for the run {need / GB:.1f} GB)")
+    return pk, vk
+
+
 def steady(args, proof, work: Path) -> int:
     """The engine form (--repeat N): see the module docstring."""
     from cuzk_ray.bench import summarize
@@ -129,10 +164,10 @@ def steady(args, proof, work: Path) -> int:
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.memory import MemorySampler
     from cuzk_ray.filecoin.params import read_vk
-    from cuzk_ray.filecoin.params_sink import check_room
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
-                 "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "cpus": os.cpu_count()}
+                 "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "key": args.key,
+                 "cpus": os.cpu_count()}
     ph = Phases()
     fig["phases_s"] = ph.times
 
@@ -158,17 +193,11 @@ def steady(args, proof, work: Path) -> int:
                     f"{fig['driver_witness_s']:.2f} s, {w.n_wires} wires, {w.n_full} full")
             del w
         save()
-        params, made = c2.ensure_dev_params(setup, args.cache_dir, backend=args.backend)
-        fig["params_bytes"], fig["params_made"] = params.stat().st_size, made
-        ph.done("development .params " + ("made" if made else "cached"), f"{params.stat().st_size / GB:.2f} GB")
-        save()
-        vk = c2.dev_key_files(setup, args.cache_dir)[1]
-        # the key decoded in the driver, and on Ray one more copy with the matrices in its object store
-        need = params.stat().st_size * (2 if args.engine == "ray" else 1) + setup.recording.cs.nbytes
-        fig["host_estimate_bytes"] = need
-        check_room(params, 0, need, what="the key in the driver and the engine")
-        pk = c2.load_params(params, setup, c2.dev_meta(0))
-        ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory (estimate for the run {need / GB:.1f} GB)")
+        if args.key == "memory":
+            pk, vk = memory_key(setup, args.backend, work)
+            ph.done("development key made in memory (no .params)", f"{pk.nbytes / GB:.2f} GB in host memory")
+        else:
+            pk, vk = params_key(setup, args, fig, ph, save)
     fig["setup_peak_pss_bytes"], fig["setup_peak_used_bytes"] = setup_mem.peak_pss, setup_mem.peak_used
     cfg = engine_config(args, work)
     settings = EngineSettings.from_config(cfg)
@@ -241,6 +270,8 @@ def main() -> int:
     ap.add_argument("--engine", default="ray", choices=("ray", "local"))
     ap.add_argument("--pw", type=int, default=None, help="partitions in flight (default: the hardware's)")
     ap.add_argument("--repeat", type=int, default=None, help="N proofs of the C1 through the engine (steady state)")
+    ap.add_argument("--key", default="params", choices=("params", "memory"),
+                    help="params: the dev key written as .params and read back; memory: used as made")
     ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
     args = ap.parse_args()
     size = parse_size(args.sector_size)
