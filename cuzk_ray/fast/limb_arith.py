@@ -176,9 +176,16 @@ def field_namespace(modulus: int, nl: int) -> dict:
     return ns
 
 
+with open(__file__, "rb") as _f:
+    # numba checks a cached kernel against its own source file only: the generator's source goes
+    # into every instance's name, so a change here compiles the kernels again
+    _GENERATOR_HASH = hashlib.sha256(_f.read()).hexdigest()
+
+
 def module_name(base: str, *constants) -> str:
-    """A per-instance module name: ``base`` plus a hash of the constants it was built over."""
-    return f"{base}_{hashlib.sha256(repr(constants).encode()).hexdigest()[:12]}"
+    """A per-instance module name: ``base`` plus a hash of the constants it was built over and of
+    this generator's source."""
+    return f"{base}_{hashlib.sha256((repr(constants) + _GENERATOR_HASH).encode()).hexdigest()[:12]}"
 
 
 def instantiate(templates, namespace: dict, module: str, cached=(), **options) -> pytypes.SimpleNamespace:

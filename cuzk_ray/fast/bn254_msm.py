@@ -1,0 +1,152 @@
+"""BN254 G1 and G2 multi-scalar multiplication on the CPU (numba; fast/ec_kernels.py's templates
+over BN254's Fp and Fp2), bit for bit the sums of ref/bn254.py.
+
+    bases = MsmBases.g1(points)          # affine standard-form uint64[n, 2, 4] (G2: [n, 2, 2, 4]),
+    bases.msm(scalars, start=None)        # converted to Montgomery rows once; -> ref.bn254 affine
+                                          # point (None: infinity) of sum_i s_i bases[start + i]
+
+Scalars: an FrVector, standard-form ``uint64[m, 4]`` limbs or ints (reduced mod r here). The
+window width follows the size (``window_bits``); the kernels release the GIL, so MSMs run in
+parallel on threads (the CPU backend's pool). Kernels compile on first use in a process that has
+no cached copy (numba's on-disk cache, ~30 s once) and load in well under a second after that.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..curves import BN254
+from ..field import FrVector, ints_to_limbs, limbs_to_ints
+from ..ref import bn254_xyzz
+from . import ec_kernels as E
+from .limb_arith import field_namespace, instantiate, module_name
+from .ntt_kernels import kernels_for
+
+FP_NL = 4
+SCALAR_BITS = BN254.r.bit_length()  # 254
+
+
+@functools.cache
+def fp_kernels():
+    """BN254 Fp's namespace with the Fp helpers and the to_mont / from_mont kernels."""
+    ns = field_namespace(BN254.p, FP_NL)
+    names = tuple(f.__name__ for f in E.FP_KERNELS)
+    return instantiate(E.FP_HELPERS + E.FP_KERNELS, ns, module_name(__name__ + ".fp", BN254.p), cached=names)
+
+
+@functools.cache
+def group_kernels(group: str):
+    """The MSM kernels of "g1" (over Fp) or "g2" (over Fp2)."""
+    fp = fp_kernels().ns
+    zero = (np.uint64(0),) * FP_NL
+    templates = E.FP_HELPERS + E.GROUP_HELPERS + E.GROUP_KERNELS
+    if group == "g2":
+        templates = E.FP2_HELPERS + templates
+    names = tuple(f.__name__ for f in E.GROUP_KERNELS)
+    inst = instantiate(templates, {k: v for k, v in fp.items() if not k.startswith("__")},
+                       module_name(f"{__name__}.{group}", BN254.p), cached=names)
+    ns = inst.ns
+    if group == "g1":
+        ns.update(f_mul=ns["mul"], f_sqr=ns["fp_sqr"], f_add=ns["add"], f_sub=ns["sub"], f_neg=ns["neg"],
+                  f_is_zero=ns["is_zero"], f_load=ns["fp_load"], f_store=ns["fp_store"],
+                  F_ZERO=zero, F_ONE=ns["MONT_ONE"])
+    else:
+        ns.update(f_mul=ns["fp2_mul"], f_sqr=ns["fp2_sqr"], f_add=ns["fp2_add"], f_sub=ns["fp2_sub"],
+                  f_neg=ns["fp2_neg"], f_is_zero=ns["fp2_is_zero"], f_load=ns["fp2_load"],
+                  f_store=ns["fp2_store"], F_ZERO=(zero, zero), F_ONE=(ns["MONT_ONE"], zero))
+    return inst
+
+
+def window_bits(n: int) -> int:
+    """Pippenger's window for n terms: about log2(n) - 3 (n * 254 / c bucket additions against
+    2^c per window for the bucket sums), between 4 and 16."""
+    return max(4, min(16, n.bit_length() - 3))
+
+
+def to_mont_rows(points: np.ndarray, coords: int) -> np.ndarray:
+    """Affine standard-form points (``uint64[n, 2, 4]`` or ``[n, 2, 2, 4]``) -> Montgomery rows
+    ``uint64[n, 4 coords]`` (infinity, all zero, stays zero)."""
+    rows = np.array(points, dtype=np.uint64, order="C").reshape(-1, FP_NL * coords)
+    fp_kernels().to_mont(rows.reshape(-1, FP_NL))
+    return rows
+
+
+def scalar_limbs(scalars) -> np.ndarray:
+    """Scalars as standard-form ``uint64[m, 4]`` below r (a fresh array, reduced)."""
+    if isinstance(scalars, FrVector):
+        scalars = np.asarray(scalars.limbs)
+    if isinstance(scalars, np.ndarray) and scalars.dtype == np.uint64:
+        x = np.array(scalars.reshape(-1, 4), dtype=np.uint64, order="C")
+    else:
+        x = ints_to_limbs([int(v) % BN254.r for v in scalars], 4)
+    kernels_for(BN254.r).reduce_in_place(x)
+    return x
+
+
+def xyzz_row_to_affine(row: np.ndarray, group: str):
+    """One Montgomery XYZZ row -> a ref.bn254 affine point (None: infinity)."""
+    std = np.array(row, dtype=np.uint64).reshape(-1, FP_NL)
+    fp_kernels().from_mont(std)
+    v = [int(x) for x in limbs_to_ints(std)]
+    if group == "g1":
+        return bn254_xyzz.G1.xyzz_to_affine(tuple(v))
+    return bn254_xyzz.G2.xyzz_to_affine(tuple((v[2 * k], v[2 * k + 1]) for k in range(4)))
+
+
+def msm_rows(rows: np.ndarray, scalars: np.ndarray, group: str):
+    """sum_i scalars[i] rows[i] (Montgomery rows, reduced scalar limbs) -> affine point or None."""
+    n = len(scalars)
+    if n == 0:
+        return None
+    k = group_kernels(group)
+    c = window_bits(n)
+    nw = SCALAR_BITS // c + 1  # c nw > 254: the top window holds the last carry
+    digits = np.empty((nw, n), dtype=np.int32)
+    E.signed_digits(scalars, c, digits)
+    width = rows.shape[1] * 2  # an XYZZ row holds 4 coordinates, an affine one 2
+    buckets = np.empty((1 << (c - 1), width), dtype=np.uint64)
+    windows = np.empty((nw, width), dtype=np.uint64)
+    out = np.empty((1, width), dtype=np.uint64)
+    k.msm(rows, digits, c, buckets, windows, out)
+    return xyzz_row_to_affine(out[0], group)
+
+
+@dataclass(frozen=True)
+class MsmBases:
+    """A G1 or G2 base array in the MSM kernels' layout (Montgomery rows), made once per key."""
+
+    rows: np.ndarray
+    group: str  # "g1" | "g2"
+
+    @classmethod
+    def g1(cls, points: np.ndarray) -> MsmBases:
+        return cls(to_mont_rows(points, 2), "g1")
+
+    @classmethod
+    def g2(cls, points: np.ndarray) -> MsmBases:
+        return cls(to_mont_rows(points, 4), "g2")
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def msm(self, scalars, start: int | None = None):
+        """sum_i s_i P_(start + i) (start None: the scalars cover every base) as a ref.bn254 point."""
+        s = scalar_limbs(scalars)
+        if start is None:
+            if len(s) != len(self.rows):
+                raise ValueError(f"MSM: {len(self.rows)} bases but {len(s)} scalars")
+            start = 0
+        elif start < 0 or start + len(s) > len(self.rows):
+            raise ValueError(f"MSM: {len(s)} scalars from base {start} but {len(self.rows)} bases")
+        return msm_rows(self.rows[start : start + len(s)], s, self.group)
+
+
+def warm_up() -> None:
+    """Compile or load every MSM kernel (a tiny MSM in each group)."""
+    g1 = np.array([[[1, 0, 0, 0], [2, 0, 0, 0]]], dtype=np.uint64)
+    MsmBases.g1(g1).msm([3])
+    g2 = np.array(BN254.g2, dtype=object)
+    MsmBases.g2(ints_to_limbs(g2.tolist(), 4).reshape(1, 2, 2, 4)).msm([3])
