@@ -3,7 +3,9 @@
 Layouts (standard form, as cuzk_ray.curve's for BLS12-381 with 4-limb coordinates): G1 affine
 ``uint64[n, 2, 4]`` (x, y); G2 affine ``uint64[n, 2, 2, 4]`` (x.c0, x.c1, y.c0, y.c1); the
 point at infinity all zero. ``Bn254Point`` gives the points the operators the prover's assembly
-uses on arkworks points (+, -, negation, multiplication by an int).
+uses on arkworks points (+, -, negation, multiplication by an int). A key's queries become
+``g1_bases`` / ``g2_bases`` (fast/bn254_msm.py's numba MSM); msm_g1 / msm_g2 take those or a list
+of points (the verifier's few public inputs: Python ints).
 """
 
 from __future__ import annotations
@@ -136,7 +138,22 @@ def scalar_ints(values) -> list[int]:
     return [int(v) for v in values]
 
 
-def _msm(bases: list[Bn254Point], scalars, start: int | None, ops) -> Bn254Point:
+def g1_bases(arr: np.ndarray):
+    """A key's G1 query as numba MSM bases (imports numba: only the prover needs it)."""
+    from .fast.bn254_msm import MsmBases
+
+    return MsmBases.g1(arr)
+
+
+def g2_bases(arr: np.ndarray):
+    from .fast.bn254_msm import MsmBases
+
+    return MsmBases.g2(arr)
+
+
+def _msm(bases, scalars, start: int | None, ops) -> Bn254Point:
+    if not isinstance(bases, list):  # fast/bn254_msm.MsmBases
+        return Bn254Point(bases.msm(scalars, start), ops)
     if start is None:
         if len(scalars) != len(bases):
             raise ValueError(f"MSM: {len(bases)} bases but {len(scalars)} scalars")
@@ -148,12 +165,13 @@ def _msm(bases: list[Bn254Point], scalars, start: int | None, ops) -> Bn254Point
     return Bn254Point(ref.msm(pts, ks, ops), ops)
 
 
-def msm_g1(bases: list[Bn254Point], scalars, start: int | None = None) -> Bn254Point:
-    """sum_i s_i * P_(start+i) in G1 (see ref/msm.py's msm_g1 for start)."""
+def msm_g1(bases, scalars, start: int | None = None) -> Bn254Point:
+    """sum_i s_i * P_(start+i) in G1 (see ref/msm.py's msm_g1 for start); bases: a list of points
+    or g1_bases' MSM bases."""
     return _msm(bases, scalars, start, ref.G1_OPS)
 
 
-def msm_g2(bases: list[Bn254Point], scalars, start: int | None = None) -> Bn254Point:
+def msm_g2(bases, scalars, start: int | None = None) -> Bn254Point:
     return _msm(bases, scalars, start, ref.G2_OPS)
 
 
