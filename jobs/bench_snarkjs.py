@@ -226,8 +226,8 @@ def ensure_witnesses(d: Path, proofs: int, snarkjs: str) -> None:
     """witness_<i>.wtns for 2 <= i <= proofs (input_<i>.json: x = i + 1), made once."""
     for i in range(2, proofs + 1):
         if not (d / f"witness_{i}.wtns").exists():
-            (d / f"input_{i}.json").write_text(json.dumps({"x": str(i + 1), "y": str(123456789012345678901234567889 + i)})
-                                               + "\n")
+            inputs = {"x": str(i + 1), "y": str(123456789012345678901234567889 + i)}
+            (d / f"input_{i}.json").write_text(json.dumps(inputs) + "\n")
             sh([snarkjs, "wtns", "calculate", "circuit_js/circuit.wasm", f"input_{i}.json", f"witness_{i}.wtns"], cwd=d)
 
 
@@ -344,7 +344,8 @@ class Bench:
 
 
 def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray: bool, cold_numba: bool,
-               ptau: Path | None = None, curve: str = "bls12381", proofs: int = 1, keep_key_cache: bool = False) -> dict:
+               ptau: Path | None = None, curve: str = "bls12381", proofs: int = 1,
+               keep_key_cache: bool = False) -> dict:
     meta = ensure_artefacts(cache, k, snarkjs, circom, ptau, curve)
     ensure_witnesses(Path(meta["dir"]), proofs, snarkjs)
     with tempfile.TemporaryDirectory(prefix=f"bench-snarkjs-k{k}-") as tmp:
