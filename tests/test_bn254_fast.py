@@ -122,8 +122,13 @@ def _with_edge_cases(pts, scalars, ops):
     return pts, scalars
 
 
+@pytest.mark.parametrize("affine", [False, True])
 @pytest.mark.parametrize("c", [None, 4, 13])
-def test_g1_msm_equals_the_reference(c, monkeypatch):
+def test_g1_msm_equals_the_reference(c, affine, monkeypatch):
+    """XYZZ buckets and the batched affine ones (AFFINE_MIN_SIZE 0: on small MSMs too; batches
+    of 2, so that conflicts in an open batch and full batches both happen)."""
+    monkeypatch.setattr(M, "AFFINE_MIN_SIZE", 0 if affine else 1 << 30)
+    monkeypatch.setattr(M, "AFFINE_BATCH", 2)
     if c is not None:  # the window width of a large MSM on a small one: the kernels are the same
         monkeypatch.setattr(M, "window_bits", lambda n: c)
     for n in (1, 2, 7, 41):
@@ -140,7 +145,9 @@ def test_g1_msm_equals_the_reference(c, monkeypatch):
             assert bases.msm(bad) != want
 
 
-def test_g1_msm_of_cancelling_terms_and_zero_scalars_is_infinity():
+@pytest.mark.parametrize("affine", [False, True])
+def test_g1_msm_of_cancelling_terms_and_zero_scalars_is_infinity(affine, monkeypatch):
+    monkeypatch.setattr(M, "AFFINE_MIN_SIZE", 0 if affine else 1 << 30)
     (p,) = _g1(1)
     bases = M.MsmBases.g1(cb.g1_array([p, p, ref.neg(p, ref.G1_OPS)]))
     assert bases.msm([0, 0, 0]) is None
@@ -152,8 +159,11 @@ def test_g1_msm_of_cancelling_terms_and_zero_scalars_is_infinity():
         bases.msm([1, 2])
 
 
+@pytest.mark.parametrize("affine", [False, True])
 @pytest.mark.parametrize("c", [None, 13])
-def test_g2_msm_equals_the_reference(c, monkeypatch):
+def test_g2_msm_equals_the_reference(c, affine, monkeypatch):
+    monkeypatch.setattr(M, "AFFINE_MIN_SIZE", 0 if affine else 1 << 30)
+    monkeypatch.setattr(M, "AFFINE_BATCH", 2)
     if c is not None:
         monkeypatch.setattr(M, "window_bits", lambda n: c)
     for n in (1, 9):

@@ -27,6 +27,10 @@ from .ntt_kernels import kernels_for
 
 FP_NL = 4
 SCALAR_BITS = BN254.r.bit_length()  # 254
+# From this many terms the buckets are affine, added in batches of AFFINE_BATCH sharing one
+# inversion (6 products an addition against XYZZ's 10); below it XYZZ buckets (no batches to fill).
+AFFINE_MIN_SIZE = 1 << 10
+AFFINE_BATCH = 512
 
 
 @functools.cache
@@ -49,14 +53,15 @@ def group_kernels(group: str):
     inst = instantiate(templates, {k: v for k, v in fp.items() if not k.startswith("__")},
                        module_name(f"{__name__}.{group}", BN254.p), cached=names)
     ns = inst.ns
+    ns["INV_BITS"] = tuple(int(b) for b in bin(BN254.p - 2)[2:])
     if group == "g1":
         ns.update(f_mul=ns["mul"], f_sqr=ns["fp_sqr"], f_add=ns["add"], f_sub=ns["sub"], f_neg=ns["neg"],
-                  f_is_zero=ns["is_zero"], f_load=ns["fp_load"], f_store=ns["fp_store"],
-                  F_ZERO=zero, F_ONE=ns["MONT_ONE"])
+                  f_is_zero=ns["is_zero"], f_eq=ns["eq"], f_inv=ns["fp_inv"], f_load=ns["fp_load"],
+                  f_store=ns["fp_store"], F_ZERO=zero, F_ONE=ns["MONT_ONE"])
     else:
         ns.update(f_mul=ns["fp2_mul"], f_sqr=ns["fp2_sqr"], f_add=ns["fp2_add"], f_sub=ns["fp2_sub"],
-                  f_neg=ns["fp2_neg"], f_is_zero=ns["fp2_is_zero"], f_load=ns["fp2_load"],
-                  f_store=ns["fp2_store"], F_ZERO=(zero, zero), F_ONE=(ns["MONT_ONE"], zero))
+                  f_neg=ns["fp2_neg"], f_is_zero=ns["fp2_is_zero"], f_eq=ns["fp2_eq"], f_inv=ns["fp2_inv"],
+                  f_load=ns["fp2_load"], f_store=ns["fp2_store"], F_ZERO=(zero, zero), F_ONE=(ns["MONT_ONE"], zero))
     return inst
 
 
@@ -107,10 +112,17 @@ def msm_rows(rows: np.ndarray, scalars: np.ndarray, group: str):
     digits = np.empty((nw, n), dtype=np.int32)
     E.signed_digits(scalars, c, digits)
     width = rows.shape[1] * 2  # an XYZZ row holds 4 coordinates, an affine one 2
-    buckets = np.empty((1 << (c - 1), width), dtype=np.uint64)
+    nb = 1 << (c - 1)
     windows = np.empty((nw, width), dtype=np.uint64)
     out = np.empty((1, width), dtype=np.uint64)
-    k.msm(rows, digits, c, buckets, windows, out)
+    if n >= AFFINE_MIN_SIZE:
+        batch = max(1, min(AFFINE_BATCH, nb // 4))
+        k.msm_affine(rows, digits, c, np.empty((nb, rows.shape[1]), dtype=np.uint64), np.empty(nb, dtype=np.uint8),
+                     np.empty(nb, dtype=np.int64), np.empty((nb, width), dtype=np.uint64),
+                     np.empty(batch, dtype=np.int32), np.empty(batch, dtype=np.int32), np.empty(batch, dtype=np.uint8),
+                     np.empty((batch, rows.shape[1] // 2), dtype=np.uint64), windows, out)
+    else:
+        k.msm(rows, digits, c, np.empty((nb, width), dtype=np.uint64), windows, out)
     return xyzz_row_to_affine(out[0], group)
 
 

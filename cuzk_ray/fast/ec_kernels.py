@@ -86,8 +86,28 @@ def fp2_store(arr, i, k, v):
     arr[i, b + 4], arr[i, b + 5], arr[i, b + 6], arr[i, b + 7] = v[1]
 
 
-FP_HELPERS = (fp_sqr, fp_load, fp_store)
-FP2_HELPERS = (fp2_mul, fp2_sqr, fp2_add, fp2_sub, fp2_neg, fp2_is_zero, fp2_load, fp2_store)
+def fp_inv(a):
+    """a^(p - 2) (a != 0): INV_BITS, the exponent's bits from the top, are the namespace's."""
+    r = MONT_ONE
+    for k in range(len(INV_BITS)):
+        r = mul(r, r)
+        if INV_BITS[k]:
+            r = mul(r, a)
+    return r
+
+
+def fp2_inv(a):
+    """(a0 - a1 i) / (a0^2 + a1^2)."""
+    t = fp_inv(add(mul(a[0], a[0]), mul(a[1], a[1])))
+    return mul(a[0], t), neg(mul(a[1], t))
+
+
+def fp2_eq(a, b):
+    return eq(a[0], b[0]) and eq(a[1], b[1])
+
+
+FP_HELPERS = (fp_sqr, fp_load, fp_store, fp_inv)
+FP2_HELPERS = (fp2_mul, fp2_sqr, fp2_add, fp2_sub, fp2_neg, fp2_is_zero, fp2_load, fp2_store, fp2_inv, fp2_eq)
 
 
 def to_mont(x):
@@ -191,7 +211,26 @@ def xyzz_store(arr, i, p):
         f_store(arr, i, k, p[k])
 
 
-GROUP_HELPERS = (xyzz_inf, xyzz_dbl, xyzz_mdbl, xyzz_add, xyzz_madd, xyzz_load, xyzz_store)
+def flush_batch(points, buckets, bp, bb, bs, prefix, cnt, acc):
+    """Add the batch's points to their (distinct) affine buckets with one inversion (Montgomery's
+    trick): prefix[j] = prod of the first j denominators x_p - x_b, acc the product of all."""
+    inv = f_inv(acc)
+    for j in range(cnt - 1, -1, -1):
+        i, b = bp[j], bb[j]
+        x, y = f_load(points, i, 0), f_load(points, i, 1)
+        if bs[j]:
+            y = f_neg(y)
+        bx, by = f_load(buckets, b, 0), f_load(buckets, b, 1)
+        den = f_sub(x, bx)
+        inv_j = f_mul(inv, f_load(prefix, j, 0))  # 1 / den
+        inv = f_mul(inv, den)
+        lam = f_mul(f_sub(y, by), inv_j)
+        x3 = f_sub(f_sub(f_sqr(lam), bx), x)
+        f_store(buckets, b, 0, x3)
+        f_store(buckets, b, 1, f_sub(f_mul(lam, f_sub(bx, x3)), by))
+
+
+GROUP_HELPERS = (xyzz_inf, xyzz_dbl, xyzz_mdbl, xyzz_add, xyzz_madd, xyzz_load, xyzz_store, flush_batch)
 
 
 def window_sum(points, digits, w, buckets, windows):
@@ -213,6 +252,72 @@ def window_sum(points, digits, w, buckets, windows):
         running = xyzz_add(running, xyzz_load(buckets, b))
         total = xyzz_add(total, running)
     xyzz_store(windows, w, total)
+
+
+def window_sum_affine(points, digits, w, buckets, filled, busy, xbuckets, bp, bb, bs, prefix, windows):
+    """windows[w] as window_sum, with affine buckets updated in batches of len(bp) additions that
+    share one inversion (6 products an addition against madd's 10). A point whose bucket is
+    already in the open batch (or whose x is the bucket's: a doubling or a cancellation) goes to
+    that bucket's XYZZ twin in xbuckets instead: skewed digits (many equal scalars) stay linear."""
+    batch = bp.shape[0]
+    filled[:] = 0
+    busy[:] = 0
+    xbuckets[:] = 0
+    epoch, cnt, acc = 1, 0, F_ONE
+    for i in range(points.shape[0]):
+        d = digits[w, i]
+        if d == 0:
+            continue
+        x, y = f_load(points, i, 0), f_load(points, i, 1)
+        if f_is_zero(x) and f_is_zero(y):  # infinity
+            continue
+        if d < 0:
+            y = f_neg(y)
+        b = abs(d) - 1
+        if filled[b] == 0:
+            f_store(buckets, b, 0, x)
+            f_store(buckets, b, 1, y)
+            filled[b] = 1
+            continue
+        den = f_sub(x, f_load(buckets, b, 0))
+        if busy[b] == epoch or f_is_zero(den):
+            xyzz_store(xbuckets, b, xyzz_madd(xyzz_load(xbuckets, b), x, y))
+            continue
+        busy[b] = epoch
+        bp[cnt], bb[cnt], bs[cnt] = i, b, d < 0
+        f_store(prefix, cnt, 0, acc)
+        acc = f_mul(acc, den)
+        cnt += 1
+        if cnt == batch:
+            flush_batch(points, buckets, bp, bb, bs, prefix, cnt, acc)
+            epoch, cnt, acc = epoch + 1, 0, F_ONE
+    if cnt > 0:
+        flush_batch(points, buckets, bp, bb, bs, prefix, cnt, acc)
+    running, total = xyzz_inf(), xyzz_inf()
+    for b in range(filled.shape[0] - 1, -1, -1):  # total = sum_b (b + 1) bucket_b
+        if filled[b]:
+            running = xyzz_madd(running, f_load(buckets, b, 0), f_load(buckets, b, 1))
+        running = xyzz_add(running, xyzz_load(xbuckets, b))
+        total = xyzz_add(total, running)
+    xyzz_store(windows, w, total)
+
+
+def horner(windows, c, out):
+    """out[0] = sum_w 2^(c w) windows[w] (from the top window)."""
+    nw = windows.shape[0]
+    acc = xyzz_load(windows, nw - 1)
+    for w in range(nw - 2, -1, -1):
+        for _ in range(c):
+            acc = xyzz_dbl(acc)
+        acc = xyzz_add(acc, xyzz_load(windows, w))
+    xyzz_store(out, 0, acc)
+
+
+def msm_affine(points, digits, c, buckets, filled, busy, xbuckets, bp, bb, bs, prefix, windows, out):
+    """msm with window_sum_affine (scratch: see there; buckets affine rows of 2^(c-1))."""
+    for w in range(digits.shape[0]):
+        window_sum_affine(points, digits, w, buckets, filled, busy, xbuckets, bp, bb, bs, prefix, windows)
+    horner(windows, c, out)
 
 
 def msm(points, digits, c, buckets, windows, out):
@@ -249,7 +354,8 @@ def dbl_rows(a, out):
         xyzz_store(out, i, xyzz_dbl(xyzz_load(a, i)))
 
 
-GROUP_KERNELS = (window_sum, msm, add_rows, madd_rows, dbl_rows)
+GROUP_HELPERS += (window_sum_affine, horner)
+GROUP_KERNELS = (window_sum, msm, msm_affine, add_rows, madd_rows, dbl_rows)
 
 
 @njit(**KERNEL_OPTIONS)
