@@ -86,6 +86,11 @@ class CpuBackend:
             self.fast_h_min_size = float("inf")
             return
         warm_up()
+        if pk is not None and pk.curve is not BLS12_381:  # BN254: its H and MSM kernels too
+            from ..fast import bn254_msm
+
+            bn254_msm.warm_up()
+            warm_up(Domain.of(16, "snarkjs", pk.curve.name))
         self.fast_h_min_size = 0
 
     def stage(self, witness):

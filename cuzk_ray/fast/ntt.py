@@ -197,17 +197,19 @@ def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.nda
     return coeffs
 
 
-def warm_up() -> float:
-    """Compile (first use on a machine, ~4 s, kept in numba's on-disk cache) or load every kernel.
+def warm_up(domain: Domain | None = None) -> float:
+    """Compile (first use on a machine, ~4 s, kept in numba's on-disk cache) or load every kernel
+    of the domain's field (a size-16 domain; None: BLS12-381's).
 
     Returns the seconds it took; call it at install or at prover start-up so that the first
     proof does not pay for it."""
     import time
 
     t = time.perf_counter()
+    d = domain or Domain.of(16)
     for threads in (1, 2):
-        compute_h_fast([1] * 16, [2] * 16, [3] * 16, threads=threads)
+        compute_h_fast([1] * 16, [2] * 16, [3] * 16, d, threads=threads)
     x = np.ones((16, 4), dtype=np.uint64)
-    intt(ntt(x))
-    coset_intt(coset_ntt(x, 7), 7)
+    intt(ntt(x, d), d)
+    coset_intt(coset_ntt(x, 7, d), 7, d)
     return time.perf_counter() - t
