@@ -226,3 +226,25 @@ def test_k10_circuit_proved_on_the_fast_path_snarkjs_accepts(tmp_path, snarkjs):
         swapped.write_text(json.dumps(proof_json(type(proof)(a=proof.c, b=proof.b, c=proof.a))))
         twins += [(vk_path, bad_public, proof_path), (vk_path, public_path, swapped)]
     assert snarkjs_verify_many(snarkjs, triples + twins) == [True] * len(triples) + [False] * len(twins)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_fixed_base_tables_equal_the_reference_and_are_reused(group, tmp_path, monkeypatch):
+    """Fixed-base tables (TABLE_MIN_SIZE 0: on a small query) give the reference sum, whole and
+    from a start (the G2 halves); the table is stored once and memory-mapped by the next key."""
+    monkeypatch.setattr(M, "TABLE_MIN_SIZE", 0)
+    monkeypatch.setattr(M, "TABLE_DIR", str(tmp_path))
+    monkeypatch.setattr(M, "AFFINE_BATCH", 4)
+    ops, pts = (ref.G1_OPS, _g1(12)) if group == "g1" else (ref.G2_OPS, _g2(8))
+    pts, scalars = _with_edge_cases(pts, [rng.randrange(R) for _ in pts], ops)
+    arr = cb.g1_array(pts) if group == "g1" else cb.g2_array(pts)
+    bases = M.MsmBases.make(arr, group)
+    assert bases.table is not None and len(bases.table) == len(pts) * M.table_windows(M.TABLE_C)
+    want = ref.msm(pts, scalars, ops)
+    assert bases.msm(scalars) == want
+    assert bases.msm(scalars[3:], start=3) == ref.msm(pts[3:], scalars[3:], ops)
+    assert bases.msm([(s + 1) % R for s in scalars]) != want  # twin
+    (stored,) = list(tmp_path.glob(f"{group}-*.npy"))
+    again = M.MsmBases.make(arr, group)
+    assert isinstance(again.table, np.memmap) and again.msm(scalars) == want
+    assert list(tmp_path.glob(f"{group}-*.npy")) == [stored]

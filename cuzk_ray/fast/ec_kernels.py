@@ -333,6 +333,53 @@ def msm(points, digits, c, buckets, windows, out):
     xyzz_store(out, 0, acc)
 
 
+def precompute(points, c, nw, tmp, prefix, out):
+    """out[i nw + j] = 2^(c j) points[i], affine Montgomery rows (infinity all zero): the
+    fixed-base tables of bn254_msm (one bucket pass over every (i, j), no Horner). tmp: XYZZ
+    rows for a block of points' nw multiples (len(tmp) / nw points a block, their ZZZ inverted
+    together), prefix: as many field rows."""
+    block = tmp.shape[0] // nw
+    n = points.shape[0]
+    for lo in range(0, n, block):
+        m = 0
+        for i in range(lo, min(n, lo + block)):
+            x, y = f_load(points, i, 0), f_load(points, i, 1)
+            p = xyzz_inf() if f_is_zero(x) and f_is_zero(y) else (x, y, F_ONE, F_ONE)
+            for j in range(nw):
+                if j > 0:
+                    for _ in range(c):
+                        p = xyzz_dbl(p)
+                xyzz_store(tmp, m, p)
+                m += 1
+        acc = F_ONE
+        for t in range(m):
+            f_store(prefix, t, 0, acc)
+            zzz = f_load(tmp, t, 3)
+            if not f_is_zero(zzz):
+                acc = f_mul(acc, zzz)
+        inv = f_inv(acc)
+        for t in range(m - 1, -1, -1):
+            row = lo * nw + t
+            zzz = f_load(tmp, t, 3)
+            if f_is_zero(zzz):
+                f_store(out, row, 0, F_ZERO)
+                f_store(out, row, 1, F_ZERO)
+                continue
+            zi = f_mul(inv, f_load(prefix, t, 0))  # 1 / ZZZ
+            inv = f_mul(inv, zzz)
+            zz = f_load(tmp, t, 2)
+            zzi = f_mul(f_sqr(zi), f_sqr(zz))  # 1 / ZZ = ZZ^2 / ZZZ^2
+            f_store(out, row, 0, f_mul(f_load(tmp, t, 0), zzi))
+            f_store(out, row, 1, f_mul(f_load(tmp, t, 1), zi))
+
+
+def msm_table(table, digits, buckets, filled, busy, xbuckets, bp, bb, bs, prefix, windows, out):
+    """out[0] = sum_k digits[0, k] table[k]: one window_sum_affine over a fixed-base table and its
+    digits laid out alike (k = i nw + j)."""
+    window_sum_affine(table, digits, 0, buckets, filled, busy, xbuckets, bp, bb, bs, prefix, windows)
+    xyzz_store(out, 0, xyzz_load(windows, 0))
+
+
 def add_rows(a, b, out):
     """out[i] = a[i] + b[i] (XYZZ rows): tests of the addition law."""
     for i in range(a.shape[0]):
@@ -355,7 +402,7 @@ def dbl_rows(a, out):
 
 
 GROUP_HELPERS += (window_sum_affine, horner)
-GROUP_KERNELS = (window_sum, msm, msm_affine, add_rows, madd_rows, dbl_rows)
+GROUP_KERNELS = (window_sum, msm, msm_affine, precompute, msm_table, add_rows, madd_rows, dbl_rows)
 
 
 @njit(**KERNEL_OPTIONS)
