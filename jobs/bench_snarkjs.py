@@ -295,6 +295,20 @@ def parse_cuzk(out: str) -> dict:
     return res
 
 
+GROTH16PY_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import groth16py as g
+zkey, public, wtns = sys.argv[1], sys.argv[2], sys.argv[3:]
+pk, vk = g.import_zkey(zkey)
+t1 = time.perf_counter()
+proofs = [g.prove_wtns(pk, w) for w in wtns]
+t2 = time.perf_counter()
+ok = g.Verifier(vk).verify(proofs[0], [int(x) for x in json.load(open(public))])
+print(f"import {t1 - t0:.2f} s, {len(wtns)} proof(s) {t2 - t1:.2f} s, verified {ok}")
+"""
+
+
 class Bench:
     def __init__(self, cache: Path, k: int, meta: dict, snarkjs: str, work: Path):
         self.cache, self.k, self.meta, self.snarkjs = cache, k, meta, snarkjs
@@ -314,6 +328,18 @@ class Bench:
             dt, cpu = dt + t, cpu + LAST_CPU_S
         return {"tool": "snarkjs", "wall_s": round(dt, 3), "cpu_s": round(cpu, 3), "load_before": la0,
                 "load_after": loadavg()}
+
+    def groth16py_prove(self, python: str, witnesses: list[Path] | None = None) -> dict:
+        """groth16py (arkworks, PyPI) in one process: import_zkey, then prove_wtns per witness; the
+        first proof checked with its Verifier against snarkjs's public signals of witness.wtns."""
+        witnesses = witnesses or [self.d / "witness.wtns"]
+        la0 = loadavg()
+        dt, out = sh([python, "-c", GROTH16PY_SCRIPT, str(self.d / "circuit.zkey"),
+                      str(self.d / "public_snarkjs.json"), *map(str, witnesses)])
+        if "verified True" not in out:
+            raise RuntimeError(f"groth16py's proof did not verify:\n{out}")
+        return {"tool": "groth16py", "wall_s": round(dt, 3), "cpu_s": round(LAST_CPU_S, 3), "load_before": la0,
+                "load_after": loadavg(), "out": out.strip()}
 
     def cuzk_prove(self, engine: str = "local", env_extra: dict | None = None,
                    witnesses: list[Path] | None = None) -> dict:
@@ -345,7 +371,7 @@ class Bench:
 
 def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray: bool, cold_numba: bool,
                ptau: Path | None = None, curve: str = "bls12381", proofs: int = 1,
-               keep_key_cache: bool = False) -> dict:
+               keep_key_cache: bool = False, groth16py: str | None = None) -> dict:
     meta = ensure_artefacts(cache, k, snarkjs, circom, ptau, curve)
     ensure_witnesses(Path(meta["dir"]), proofs, snarkjs)
     with tempfile.TemporaryDirectory(prefix=f"bench-snarkjs-k{k}-") as tmp:
@@ -371,6 +397,13 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray:
                 runs.append(res)
                 log(f"  2^{k} round {r} {res['tool']:15s} {res['wall_s']:7.2f} s  (CPU {res['cpu_s']:6.2f} s)  "
                     f"load {res['load_before']} -> {res['load_after']}")
+            if groth16py:
+                for many_or_one in ([None] + ([many] if proofs > 1 else [])):
+                    res = b.groth16py_prove(groth16py, many_or_one)
+                    res.update(round=r, proofs=len(many_or_one or [1]))
+                    (batch if many_or_one else runs).append(res)
+                    log(f"  2^{k} round {r} {res['proofs']} proof(s) groth16py {res['wall_s']:7.2f} s  "
+                        f"(CPU {res['cpu_s']:6.2f} s)  load {res['load_before']} -> {res['load_after']}  {res['out']}")
             if proofs > 1:  # N proofs: N snarkjs commands against one cuzk-ray process, same alternation
                 for f in order:
                     res = f(witnesses=many)
@@ -388,8 +421,15 @@ def bench_size(cache: Path, k: int, rounds: int, snarkjs: str, circom: str, ray:
     if batch:
         extra["batch"] = {"proofs": proofs, "runs": batch,
                           "snarkjs_median_s": statistics.median(r["wall_s"] for r in batch if r["tool"] == "snarkjs"),
-                          "cuzk_median_s": statistics.median(r["wall_s"] for r in batch if r["tool"] != "snarkjs")}
+                          "cuzk_median_s": statistics.median(r["wall_s"] for r in batch
+                                                             if r["tool"].startswith("cuzk"))}
         extra["batch"]["ratio"] = extra["batch"]["snarkjs_median_s"] / extra["batch"]["cuzk_median_s"]
+        g16 = [r["wall_s"] for r in batch if r["tool"] == "groth16py"]
+        if g16:
+            extra["batch"]["groth16py_median_s"] = statistics.median(g16)
+    g16 = [r["wall_s"] for r in runs if r["tool"] == "groth16py"]
+    if g16:
+        extra["groth16py_median_s"] = statistics.median(g16)
     return {"k": k, "curve": curve, "artefacts": meta, "runs": runs, "extra": extra,
             "snarkjs_median_s": statistics.median(sj), "cuzk_median_s": statistics.median(cz),
             "ratio": statistics.median(sj) / statistics.median(cz), "cuzk_stage_medians": stages,
@@ -419,7 +459,11 @@ def report(results: list[dict]) -> str:
             bt = r["extra"]["batch"]
             lines.append(f"  {bt['proofs']} proofs ({r['curve']}): snarkjs {bt['snarkjs_median_s']:.2f} s "
                          f"({bt['proofs']} commands), cuzk-ray {bt['cuzk_median_s']:.2f} s (one process): "
-                         f"{bt['ratio']:.2f}x (medians)")
+                         f"{bt['ratio']:.2f}x (medians)"
+                         + (f"; groth16py {bt['groth16py_median_s']:.2f} s (one process)" if "groth16py_median_s" in bt
+                            else ""))
+        if "groth16py_median_s" in r["extra"]:
+            lines.append(f"  1 proof: groth16py {r['extra']['groth16py_median_s']:.2f} s whole process (median)")
         if "cold_numba" in r["extra"]:
             lines.append(f"  empty numba cache (kernels compile): {r['extra']['cold_numba']['wall_s']:.2f} s "
                          f"whole process")
@@ -442,6 +486,8 @@ def main(argv=None) -> int:
                     help="circom's --prime and the powers of tau's curve (bn128: BN254)")
     ap.add_argument("--proofs", type=int, default=1,
                     help="also time this many proofs per round: snarkjs commands vs one cuzk-ray process")
+    ap.add_argument("--groth16py", default=None, metavar="PYTHON",
+                    help="also time groth16py (PyPI, arkworks) with this interpreter, which has it installed")
     ap.add_argument("--keep-key-cache", action="store_true",
                     help="do not empty the converted-key cache before the first run (BN254's conversion "
                          "checks every G2 point in Python ints: ~2 ms a point)")
@@ -461,7 +507,7 @@ def main(argv=None) -> int:
     for k in ks:
         results.append(bench_size(cache, k, args.rounds, snarkjs, circom, not args.no_ray, args.cold_numba,
                                   Path(args.ptau).expanduser() if args.ptau else None, args.curve, args.proofs,
-                                  args.keep_key_cache))
+                                  args.keep_key_cache, args.groth16py))
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
     log(report(results))
