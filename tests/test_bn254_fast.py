@@ -248,3 +248,45 @@ def test_fixed_base_tables_equal_the_reference_and_are_reused(group, tmp_path, m
     again = M.MsmBases.make(arr, group)
     assert isinstance(again.table, np.memmap) and again.msm(scalars) == want
     assert list(tmp_path.glob(f"{group}-*.npy")) == [stored]
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_fast_point_check_finds_the_first_invalid_point(group, monkeypatch):
+    """fast/bn254_msm.first_invalid (numba) against curve_bn254's Python-int answer: valid points
+    (infinity included) pass; a point off the curve and (G2) one on the twist but outside the
+    subgroup are found at their index, the first of two bad ones named."""
+    ops, pts = (ref.G1_OPS, _g1(6)) if group == "g1" else (ref.G2_OPS, _g2(6))
+    pts[2] = None
+    array = cb.g1_array if group == "g1" else cb.g2_array
+    arr = array(pts)
+    assert M.first_invalid(arr) is None
+    off = arr.copy()
+    off[4, 1, ..., 0] ^= 1  # y changed
+    off[5, 1, ..., 0] ^= 1
+    assert M.first_invalid(off) == (4, "point is not on the curve")
+    monkeypatch.setattr(cb, "FAST_CHECK_MIN_POINTS", 1 << 30)
+    assert cb.first_invalid_point(off) == (4, "point is not on the curve")  # the reference agrees
+    if group == "g2":  # a twist point outside G2 (the twist's cofactor is not 1): the first x = k that has one
+        y, k = None, 1
+        while y is None:  # search x = k until x^3 + b' is a square in Fp2 (its root by the reference)
+            x = (k, 0)
+            rhs = ref.f2_add(ref.f2_mul(ref.f2_sqr(x), x), ref.B2)
+            y = _fp2_sqrt(rhs)
+            k += 1
+        outside = arr.copy()
+        outside[3] = cb.g2_array([(x, y)])[0]
+        assert not ref.in_g2((x, y)) and ref.on_curve((x, y), ops)
+        assert M.first_invalid(outside) == (3, "point is not in the subgroup of order r")
+        assert cb.first_invalid_point(outside) == (3, "point is not in the subgroup of order r")
+
+
+def _fp2_sqrt(a):
+    """A square root in Fp2 (p = 3 mod 4; Adj-Rodriguez's algorithm 9), None when there is none."""
+    a1 = ref.f2_pow(a, (P - 3) // 4)
+    alpha = ref.f2_mul(a1, ref.f2_mul(a1, a))
+    x0 = ref.f2_mul(a1, a)
+    if alpha == (P - 1, 0):
+        return ref.f2_mul((0, 1), x0)
+    b = ref.f2_pow(ref.f2_add((1, 0), alpha), (P - 1) // 2)
+    y = ref.f2_mul(b, x0)
+    return y if ref.f2_sqr(y) == a else None

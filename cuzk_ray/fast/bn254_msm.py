@@ -24,6 +24,7 @@ import numpy as np
 
 from ..curves import BN254
 from ..field import FrVector, ints_to_limbs, limbs_to_ints
+from ..ref import bn254 as ref_bn254
 from ..ref import bn254_xyzz
 from . import ec_kernels as E
 from .limb_arith import field_namespace, instantiate, module_name
@@ -68,15 +69,41 @@ def group_kernels(group: str):
                        module_name(f"{__name__}.{group}", BN254.p), cached=names)
     ns = inst.ns
     ns["INV_BITS"] = tuple(int(b) for b in bin(BN254.p - 2)[2:])
+    ns["PSI_BITS"] = tuple(int(b) for b in bin(6 * ref_bn254.U * ref_bn254.U)[2:])
     if group == "g1":
         ns.update(f_mul=ns["mul"], f_sqr=ns["fp_sqr"], f_add=ns["add"], f_sub=ns["sub"], f_neg=ns["neg"],
                   f_is_zero=ns["is_zero"], f_eq=ns["eq"], f_inv=ns["fp_inv"], f_load=ns["fp_load"],
-                  f_store=ns["fp_store"], F_ZERO=zero, F_ONE=ns["MONT_ONE"])
+                  f_store=ns["fp_store"], f_conj=ns["fp_conj"], F_ZERO=zero, F_ONE=ns["MONT_ONE"],
+                  F_B=mont_tuple(BN254.b), PSI_X=zero, PSI_Y=zero)
     else:
         ns.update(f_mul=ns["fp2_mul"], f_sqr=ns["fp2_sqr"], f_add=ns["fp2_add"], f_sub=ns["fp2_sub"],
                   f_neg=ns["fp2_neg"], f_is_zero=ns["fp2_is_zero"], f_eq=ns["fp2_eq"], f_inv=ns["fp2_inv"],
-                  f_load=ns["fp2_load"], f_store=ns["fp2_store"], F_ZERO=(zero, zero), F_ONE=(ns["MONT_ONE"], zero))
+                  f_load=ns["fp2_load"], f_store=ns["fp2_store"], f_conj=ns["fp2_conj"], F_ZERO=(zero, zero),
+                  F_ONE=(ns["MONT_ONE"], zero), F_B=mont_pair(BN254.b2), PSI_X=mont_pair(ref_bn254.G12),
+                  PSI_Y=mont_pair(ref_bn254.G13))
     return inst
+
+
+def mont_tuple(v: int) -> tuple:
+    """An Fp value in Montgomery form as a tuple of 4 uint64 limbs (a kernel constant)."""
+    m = v * pow(2, 256, BN254.p) % BN254.p
+    return tuple(np.uint64((m >> (64 * i)) & ((1 << 64) - 1)) for i in range(FP_NL))
+
+
+def mont_pair(v) -> tuple:
+    return mont_tuple(v[0]), mont_tuple(v[1])
+
+
+def first_invalid(points: np.ndarray) -> tuple[int, str] | None:
+    """(index, reason) of the first point of a standard-form G1 ``uint64[n, 2, 4]`` or G2
+    ``uint64[n, 2, 2, 4]`` array off the curve or (G2) outside the subgroup of order r, None when
+    all are valid: curve_bn254.first_invalid_point's answer, ~200 us a G2 point instead of ~2 ms."""
+    g2 = points.ndim == 4
+    bad = np.zeros(2, dtype=np.int64)
+    group_kernels("g2" if g2 else "g1").first_invalid(to_mont_rows(points, 4 if g2 else 2), g2, bad)
+    if bad[0] < 0:
+        return None
+    return int(bad[0]), "point is not on the curve" if bad[1] == 1 else "point is not in the subgroup of order r"
 
 
 def window_bits(n: int) -> int:

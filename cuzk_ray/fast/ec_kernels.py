@@ -106,8 +106,16 @@ def fp2_eq(a, b):
     return eq(a[0], b[0]) and eq(a[1], b[1])
 
 
-FP_HELPERS = (fp_sqr, fp_load, fp_store, fp_inv)
-FP2_HELPERS = (fp2_mul, fp2_sqr, fp2_add, fp2_sub, fp2_neg, fp2_is_zero, fp2_load, fp2_store, fp2_inv, fp2_eq)
+def fp2_conj(a):
+    return a[0], neg(a[1])
+
+
+def fp_conj(a):
+    return a
+
+
+FP_HELPERS = (fp_sqr, fp_load, fp_store, fp_inv, fp_conj)
+FP2_HELPERS = (fp2_mul, fp2_sqr, fp2_add, fp2_sub, fp2_neg, fp2_is_zero, fp2_load, fp2_store, fp2_inv, fp2_eq, fp2_conj)
 
 
 def to_mont(x):
@@ -380,6 +388,32 @@ def msm_table(table, digits, buckets, filled, busy, xbuckets, bp, bb, bs, prefix
     xyzz_store(out, 0, xyzz_load(windows, 0))
 
 
+def first_invalid(points, psi_check, bad):
+    """bad[0] = the index of the first point (affine Montgomery rows; infinity passes) off the curve
+    y^2 = x^3 + F_B or, with psi_check, outside the subgroup of order r by the BN test psi(Q) =
+    [6u^2] Q (ref.bn254.in_g2; PSI_X, PSI_Y the Frobenius constants, PSI_BITS the bits of 6u^2
+    from the top); -1 when every point passes. bad[1]: 1 off the curve, 2 outside the subgroup."""
+    bad[0], bad[1] = -1, 0
+    for i in range(points.shape[0]):
+        x, y = f_load(points, i, 0), f_load(points, i, 1)
+        if f_is_zero(x) and f_is_zero(y):
+            continue
+        if not f_eq(f_sqr(y), f_add(f_mul(f_sqr(x), x), F_B)):
+            bad[0], bad[1] = i, 1
+            return
+        if psi_check:
+            px, py = f_mul(f_conj(x), PSI_X), f_mul(f_conj(y), PSI_Y)
+            acc = xyzz_inf()
+            for k in range(len(PSI_BITS)):
+                acc = xyzz_dbl(acc)
+                if PSI_BITS[k]:
+                    acc = xyzz_madd(acc, x, y)
+            X, Y, ZZ, ZZZ = acc
+            if f_is_zero(ZZ) or not (f_eq(X, f_mul(px, ZZ)) and f_eq(Y, f_mul(py, ZZZ))):
+                bad[0], bad[1] = i, 2
+                return
+
+
 def add_rows(a, b, out):
     """out[i] = a[i] + b[i] (XYZZ rows): tests of the addition law."""
     for i in range(a.shape[0]):
@@ -402,7 +436,7 @@ def dbl_rows(a, out):
 
 
 GROUP_HELPERS += (window_sum_affine, horner)
-GROUP_KERNELS = (window_sum, msm, msm_affine, precompute, msm_table, add_rows, madd_rows, dbl_rows)
+GROUP_KERNELS = (window_sum, msm, msm_affine, precompute, msm_table, first_invalid, add_rows, madd_rows, dbl_rows)
 
 
 @njit(**KERNEL_OPTIONS)
