@@ -32,12 +32,14 @@ _KW = dict(nogil=True, cache=True, boundscheck=False)
 
 
 @njit
-def _load(x, i):
+def load_row(x, i):
+    """Row i of uint64[n, 4] as a 4-tuple (fast/ntt_kernels.py's instances get it too)."""
     return x[i, 0], x[i, 1], x[i, 2], x[i, 3]
 
 
 @njit
-def _store(x, i, v):
+def store_row(x, i, v):
+    """Row i of uint64[n, 4] <- a 4-tuple."""
     x[i, 0], x[i, 1], x[i, 2], x[i, 3] = v
 
 
@@ -45,7 +47,7 @@ def _store(x, i, v):
 def mul_table(x, table, lo, hi):
     """x[i] *= table[i] (Montgomery) for lo <= i < hi."""
     for i in range(lo, hi):
-        _store(x, i, mont_mul(*_load(x, i), *_load(table, i)))
+        store_row(x, i, mont_mul(*load_row(x, i), *load_row(table, i)))
 
 
 # Subtractions of r that bring any 256-bit value below r: 2 for BLS12-381 (2^256 < 3r); a field
@@ -57,18 +59,18 @@ REDUCTIONS = 2
 def reduce_in_place(x):
     """Bring standard-form limbs (any 256-bit values) into [0, r)."""
     for i in range(x.shape[0]):
-        v = _load(x, i)
+        v = load_row(x, i)
         for _ in range(REDUCTIONS):
             v = reduce_once(*v)
-        _store(x, i, v)
+        store_row(x, i, v)
 
 
 @njit(**_KW)
 def powers_mont(base_mont, start_mont, out):
     """out[i] = start * base^i, all in Montgomery form (sequential: n multiplications)."""
-    _store(out, 0, _load(start_mont, 0))
+    store_row(out, 0, load_row(start_mont, 0))
     for i in range(1, out.shape[0]):
-        _store(out, i, mont_mul(*_load(out, i - 1), *_load(base_mont, 0)))
+        store_row(out, i, mont_mul(*load_row(out, i - 1), *load_row(base_mont, 0)))
 
 
 @njit(**_KW)
@@ -76,13 +78,13 @@ def dif_stage(x, tw, tw_step, half, j_lo, j_hi):
     """One decimation-in-frequency stage with blocks of 2*half: (u, v) -> (u + v, (u - v) w^j)."""
     for k in range(0, x.shape[0], 2 * half):
         for j in range(j_lo, j_hi):
-            u = _load(x, k + j)
-            v = _load(x, k + j + half)
-            _store(x, k + j, mod_add(*u, *v))
+            u = load_row(x, k + j)
+            v = load_row(x, k + j + half)
+            store_row(x, k + j, mod_add(*u, *v))
             if j == 0:  # w^0 = 1: the whole last stage and half the one before skip the product
-                _store(x, k + j + half, mod_sub(*u, *v))
+                store_row(x, k + j + half, mod_sub(*u, *v))
             else:
-                _store(x, k + j + half, mont_mul(*mod_sub(*u, *v), *_load(tw, j * tw_step)))
+                store_row(x, k + j + half, mont_mul(*mod_sub(*u, *v), *load_row(tw, j * tw_step)))
 
 
 @njit(**_KW)
@@ -90,12 +92,12 @@ def dit_stage(x, tw, tw_step, half, j_lo, j_hi):
     """One decimation-in-time stage with blocks of 2*half: (u, v) -> (u + v w^j, u - v w^j)."""
     for k in range(0, x.shape[0], 2 * half):
         for j in range(j_lo, j_hi):
-            u = _load(x, k + j)
-            t = _load(x, k + j + half)
+            u = load_row(x, k + j)
+            t = load_row(x, k + j + half)
             if j != 0:  # w^0 = 1
-                t = mont_mul(*t, *_load(tw, j * tw_step))
-            _store(x, k + j, mod_add(*u, *t))
-            _store(x, k + j + half, mod_sub(*u, *t))
+                t = mont_mul(*t, *load_row(tw, j * tw_step))
+            store_row(x, k + j, mod_add(*u, *t))
+            store_row(x, k + j + half, mod_sub(*u, *t))
 
 
 # Stages on blocks of more than BLOCK elements stream the whole vector through memory; smaller
@@ -141,4 +143,4 @@ def dit(x, tw, tw_step):
 def h_combine(a, b, c, out, lo, hi):
     """out[i] = a[i] * b[i] - c[i] (Montgomery product: a carries a factor 2^256) for lo <= i < hi."""
     for i in range(lo, hi):
-        _store(out, i, mod_sub(*mont_mul(*_load(a, i), *_load(b, i)), *_load(c, i)))
+        store_row(out, i, mod_sub(*mont_mul(*load_row(a, i), *load_row(b, i)), *load_row(c, i)))

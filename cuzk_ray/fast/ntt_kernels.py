@@ -15,7 +15,7 @@ from . import fr_kernels as K
 from .limb_arith import field_namespace, instantiate, module_name
 
 KERNELS = ("mul_table", "reduce_in_place", "powers_mont", "dif_stage", "dit_stage", "dif", "dit", "h_combine")
-HELPERS = ("_load", "_store")
+HELPERS = ("load_row", "store_row")
 
 
 @functools.lru_cache(maxsize=4)
