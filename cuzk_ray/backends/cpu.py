@@ -60,6 +60,9 @@ class CpuBackend:
     name = "cpu"
     qaps = ("snarkjs", "bellperson")  # the H conventions compute_h_from_witness computes
     split_g2 = True  # the prover runs the G2 MSM in two halves, on two threads (two cores)
+    # the prover starts the witness's MSMs (on the pool) before a, b, c and H (on its own thread):
+    # the MSM kernels release the GIL, so H's single-threaded parts no longer leave a core idle
+    msm_before_h = True
 
     # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
     # costs ~0.35 s (numba import, kernels loaded from numba's cache): below 2^14 the reference
