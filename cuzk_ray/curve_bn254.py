@@ -3,7 +3,9 @@
 Layouts (standard form, as cuzk_ray.curve's for BLS12-381 with 4-limb coordinates): G1 affine
 ``uint64[n, 2, 4]`` (x, y); G2 affine ``uint64[n, 2, 2, 4]`` (x.c0, x.c1, y.c0, y.c1); the
 point at infinity all zero. ``Bn254Point`` gives the points the operators the prover's assembly
-uses on arkworks points (+, -, negation, multiplication by an int).
+uses on arkworks points (+, -, negation, multiplication by an int). A key's queries become
+``g1_bases`` / ``g2_bases`` (fast/bn254_msm.py's numba MSM); msm_g1 / msm_g2 take those or a list
+of points (the verifier's few public inputs: Python ints).
 """
 
 from __future__ import annotations
@@ -115,10 +117,18 @@ def invalid_reason(p: Bn254Point) -> str | None:
     return None  # G1: the cofactor is 1
 
 
+FAST_CHECK_MIN_POINTS = 1024  # from here fast/bn254_msm.first_invalid (numba), below it Python ints
+
+
 def first_invalid_point(arr: np.ndarray) -> tuple[int, str] | None:
     """(index, reason) of the first point of a G1 / G2 array off the curve or outside the subgroup,
     None when all are valid. G1: an on-curve test (cofactor 1). G2: the psi test of ref/bn254.in_g2,
-    ~2 ms per point in Python ints (a 2^16 zkey's B2: minutes; paid once, the conversion is cached)."""
+    ~2 ms per point in Python ints, ~0.2 ms in numba (used from FAST_CHECK_MIN_POINTS points: a
+    2^16 zkey's B2 in seconds instead of minutes; paid once, the conversion is cached)."""
+    if len(arr) >= FAST_CHECK_MIN_POINTS:
+        from .fast.bn254_msm import first_invalid
+
+        return first_invalid(np.asarray(arr))
     nz = np.flatnonzero(np.asarray(arr).reshape(len(arr), -1).any(axis=1))
     for i in nz.tolist():
         reason = invalid_reason(points(arr[i : i + 1])[0])
@@ -136,7 +146,22 @@ def scalar_ints(values) -> list[int]:
     return [int(v) for v in values]
 
 
-def _msm(bases: list[Bn254Point], scalars, start: int | None, ops) -> Bn254Point:
+def g1_bases(arr: np.ndarray):
+    """A key's G1 query as numba MSM bases (imports numba: only the prover needs it)."""
+    from .fast.bn254_msm import MsmBases
+
+    return MsmBases.g1(arr)
+
+
+def g2_bases(arr: np.ndarray):
+    from .fast.bn254_msm import MsmBases
+
+    return MsmBases.g2(arr)
+
+
+def _msm(bases, scalars, start: int | None, ops) -> Bn254Point:
+    if not isinstance(bases, list):  # fast/bn254_msm.MsmBases
+        return Bn254Point(bases.msm(scalars, start), ops)
     if start is None:
         if len(scalars) != len(bases):
             raise ValueError(f"MSM: {len(bases)} bases but {len(scalars)} scalars")
@@ -148,12 +173,13 @@ def _msm(bases: list[Bn254Point], scalars, start: int | None, ops) -> Bn254Point
     return Bn254Point(ref.msm(pts, ks, ops), ops)
 
 
-def msm_g1(bases: list[Bn254Point], scalars, start: int | None = None) -> Bn254Point:
-    """sum_i s_i * P_(start+i) in G1 (see ref/msm.py's msm_g1 for start)."""
+def msm_g1(bases, scalars, start: int | None = None) -> Bn254Point:
+    """sum_i s_i * P_(start+i) in G1 (see ref/msm.py's msm_g1 for start); bases: a list of points
+    or g1_bases' MSM bases."""
     return _msm(bases, scalars, start, ref.G1_OPS)
 
 
-def msm_g2(bases: list[Bn254Point], scalars, start: int | None = None) -> Bn254Point:
+def msm_g2(bases, scalars, start: int | None = None) -> Bn254Point:
     return _msm(bases, scalars, start, ref.G2_OPS)
 
 

@@ -1,7 +1,8 @@
 """The group operations of each curve behind one record (``Groups``), chosen by the key's curve.
 
 BLS12-381: py-arkworks-bls12381 points (cuzk_ray.curve, ref/msm.py). BN254: Python-int points
-(cuzk_ray.curve_bn254, ref/bn254.py). The prover's assembly, the CPU backend, the verifier and the
+(cuzk_ray.curve_bn254, ref/bn254.py) and, for a key's queries, numba MSM bases (fast/bn254_msm.py:
+no maintained Python library has a fast BN254 MSM). The prover's assembly, the CPU backend, the verifier and the
 snarkjs JSON writers take their points and operations from here, so they are written once.
 """
 
@@ -32,6 +33,8 @@ class Groups:
     g1_coords: Callable  # point -> (x, y) ints | None
     g2_coords: Callable  # point -> (x0, x1, y0, y1) ints | None
     alphabeta: Callable  # (alpha point, beta point) -> snarkjs's vk_alphabeta_12 nesting (strings)
+    g1_bases: Callable  # uint64[n, 2, k] -> what msm_g1 takes for a key's queries (made once per key)
+    g2_bases: Callable
 
 
 def _bls12_381() -> Groups:
@@ -48,7 +51,7 @@ def _bls12_381() -> Groups:
 
     return Groups(BLS12_381, c.g1_points, c.g2_points, c.g1_array, c.g2_array, c.g1_point_checked,
                   c.g2_point_checked, Scalar, msm.msm_g1, msm.msm_g2, GT.pairing_check,
-                  c.first_invalid_point, c.g1_coords, c.g2_coords, alphabeta)
+                  c.first_invalid_point, c.g1_coords, c.g2_coords, alphabeta, c.g1_points, c.g2_points)
 
 
 def _bn254() -> Groups:
@@ -59,7 +62,7 @@ def _bn254() -> Groups:
 
     return Groups(BN254, c.points, c.points, c.g1_array, c.g2_array, c.point_checked, c.point_checked,
                   int, c.msm_g1, c.msm_g2, c.pairing_check, c.first_invalid_point, c.coords, c.coords,
-                  alphabeta)
+                  alphabeta, c.g1_bases, c.g2_bases)
 
 
 _MAKERS = {BLS12_381.name: _bls12_381, BN254.name: _bn254}

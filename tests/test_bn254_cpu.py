@@ -115,3 +115,19 @@ def test_cuda_backend_refuses_a_bn254_key_in_one_line():
     with pytest.raises(ValueError) as info:
         check_backend_curve("cuda", BN254.name)
     assert "\n" not in str(info.value) and "backend=cpu" in str(info.value)
+
+
+def test_zkey_cache_hit_keeps_the_bn254_field(tmp_path):
+    """A converted-key cache hit gives back the circuit over BN254's r (it came back over
+    BLS12-381's once: the prover then refused the key's own circuit); the miss is its twin."""
+    from cuzk_ray.formats.zkey_cache import load_zkey_cached
+
+    zkey = FIX / "bn254" / "bn254.zkey"
+    pk1, cs1 = load_zkey_cached(zkey, tmp_path)
+    pk2, cs2 = load_zkey_cached(zkey, tmp_path)
+    assert (pk1.meta["cache"], pk2.meta["cache"]) == ("miss", "hit")
+    assert cs1.modulus == cs2.modulus == BN254.r and pk2.curve is BN254
+    w = read_wtns(FIX / "bn254" / "witness_1.wtns", pk2.n_wires, BN254)
+    a, b, c = cs2.evaluate(w)
+    assert all((int(x) * int(y) - int(z)) % BN254.r == 0 for x, y, z in zip(a, b, c))
+    assert any((int(x) * int(y) - int(z)) % BLS12_381.r != 0 for x, y, z in zip(a, b, c))

@@ -34,6 +34,8 @@ class Backend(Protocol):
     name: str  # "cpu" | "cuda"
     qaps: tuple[str, ...]  # the H conventions compute_h_from_witness computes ("snarkjs", "bellperson")
     split_g2: bool  # the prover cuts the G2 MSM in two halves (two CPU threads share it)
+    # optional msm_before_h (bool, False when absent): the prover submits the witness's MSMs before
+    # it asks for H (groth16.prover.submit_witness_msms; the CPU backend sets it)
 
     def warm_up(self, pk: ProvingKey) -> None:
         """Compile or load what the first partition would otherwise wait for."""

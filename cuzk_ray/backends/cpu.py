@@ -1,7 +1,7 @@
 """The ``cpu`` proving backend (CpuBackend, ResidentKey): H with fast.ntt (numba) from 2^14 up,
 else the Python-int reference (ref.qap); MSMs with py-arkworks-bls12381 (ref.msm). A BN254 key
-(``pk.curve``) takes its points and MSMs from cuzk_ray.curve_groups and its H from the
-reference over BN254's Fr.
+(``pk.curve``) takes its points and MSMs from cuzk_ray.curve_groups (numba MSMs,
+fast/bn254_msm.py) and its H from fast.ntt over BN254's Fr (from FAST_H_MIN_SIZE up, as BLS12-381).
 
 The Backend protocol (backends/base.py, shared with the cuda backend):
   load_key(pk) -> resident key (bases converted once and kept for every later proof)
@@ -50,9 +50,9 @@ class ResidentKey:
         self.beta_g2, self.delta_g2 = (g.g2_points(x)[0] for x in (pk.vk.beta_g2, pk.vk.delta_g2))
         self.queries = {}
         if g2_queries:  # the GPU backend keeps it in VRAM instead
-            self.queries["b_g2_query"] = g.g2_points(pk.b_g2_query)
+            self.queries["b_g2_query"] = g.g2_bases(pk.b_g2_query)
         if g1_queries:  # the GPU backend keeps these in VRAM instead
-            self.queries.update({q: g.g1_points(getattr(pk, q))
+            self.queries.update({q: g.g1_bases(getattr(pk, q))
                                  for q in ("a_query", "b_g1_query", "l_query", "h_query")})
 
 
@@ -60,6 +60,9 @@ class CpuBackend:
     name = "cpu"
     qaps = ("snarkjs", "bellperson")  # the H conventions compute_h_from_witness computes
     split_g2 = True  # the prover runs the G2 MSM in two halves, on two threads (two cores)
+    # the prover starts the witness's MSMs (on the pool) before a, b, c and H (on its own thread):
+    # the MSM kernels release the GIL, so H's single-threaded parts no longer leave a core idle
+    msm_before_h = True
 
     # ntt_fast is faster per call at every size (jobs/bench_cpu.py), but its first call in a process
     # costs ~0.35 s (numba import, kernels loaded from numba's cache): below 2^14 the reference
@@ -86,6 +89,11 @@ class CpuBackend:
             self.fast_h_min_size = float("inf")
             return
         warm_up()
+        if pk is not None and pk.curve is not BLS12_381:  # BN254: its H and MSM kernels too
+            from ..fast import bn254_msm
+
+            bn254_msm.warm_up()
+            warm_up(Domain.of(16, "snarkjs", pk.curve.name))
         self.fast_h_min_size = 0
 
     def stage(self, witness):
@@ -107,7 +115,8 @@ class CpuBackend:
             key = self._keys[id(pk)] = ResidentKey(pk)
         return key
 
-    def compute_h(self, a, b, c):
+    def compute_h(self, a, b, c, domain: Domain | None = None):
+        """h from a, b, c on the domain (None: BLS12-381's snarkjs domain of their length)."""
         if len(a) >= self.fast_h_min_size:
             try:
                 from ..fast.ntt import compute_h_fast  # imports numba: only when it pays
@@ -115,8 +124,11 @@ class CpuBackend:
                 log.warning("fast CPU H unavailable (%s); using the reference (slow beyond 2^16)", e)
                 self.fast_h_min_size = float("inf")
             else:
-                return compute_h_fast(a, b, c)
-        h = snarkjs_qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
+                return compute_h_fast(a, b, c, domain)
+        if domain is None:
+            h = snarkjs_qap.compute_h(fr_vector(a), fr_vector(b), fr_vector(c))
+        else:
+            h = snarkjs_qap.compute_h(a, b, c, domain)
         return fr_to_limbs(h)
 
     def load_cs(self, cs):
@@ -142,8 +154,8 @@ class CpuBackend:
             a, b, c = snarkjs_qap.evaluations(cs, fr_vector(witness))
         with times.stage("h"):
             curve = curve_of_prime(cs.modulus)
-            if curve is not BLS12_381:  # BN254: the reference H over its Fr (no fast path yet)
-                return FrVector(fr_to_limbs(snarkjs_qap.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name))))
+            if curve is not BLS12_381:  # BN254: the same H over its Fr (fr_vector is BLS12-381's)
+                return FrVector(self.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name)))
             return FrVector(self.compute_h(a, b, c))
 
     def _bellperson_h(self, cs, witness, times: StageTimes) -> FrVector:

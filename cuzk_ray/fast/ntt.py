@@ -4,7 +4,9 @@ Same module-level API as cuzk_ray/ref/ntt.py (ntt, intt, coset_ntt, coset_intt; 
 cuzk_ray.domain.Domain, a root convention name or None for snarkjs) plus ``compute_h_fast``
 (ref.qap.compute_h, also as ``compute_h``); inputs may be int vectors or standard-form ``uint64[n, 4]`` limbs, outputs
 are standard-form ``uint64[n, 4]`` limbs (the format the MSMs and the GPU path take).
-The arithmetic lives in fast/fr_kernels.py (numba, 32-bit limbs, Montgomery twiddles).
+The arithmetic lives in fast/fr_kernels.py (numba, 64-bit limbs, Montgomery twiddles), over the
+domain's curve's Fr: BLS12-381's by default, another 4-limb field (BN254) through
+fast/ntt_kernels.py (``Domain(n, "snarkjs", "bn254")``; snarkjs computes H the same way on bn128).
 
 compute_h_fast, step by step (n = domain size, w = n-th root, w2 = 2n-th root, snarkjs H):
     for X in a, b, c:  DIF with w^-1        evaluations -> n * coefficients, bit-reversed order
@@ -26,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..domain import Domain, resolve
-from ..field import FR_R, R_MOD, FrVector, fr_to_limbs, int_vector
+from ..field import R_MOD, FrVector, fr_to_limbs, int_vector
 from ..ref.ntt import bit_reverse_permutation, check_size
-from . import fr_kernels as K
+from .ntt_kernels import kernels_for
 
 # Below this size one thread is faster than handing half the work to another.
 PARALLEL_MIN_SIZE = 1 << 10
@@ -36,15 +38,17 @@ THREADS = max(1, min(2, int(os.environ.get("CUZK_H_THREADS", os.cpu_count() or 1
 _pool: ThreadPoolExecutor | None = None
 
 
-def mont_value(value: int) -> np.ndarray:
-    """One Fr value in Montgomery form as ``uint64[1, 4]``."""
-    return np.frombuffer((value * FR_R % R_MOD).to_bytes(32, "little"), dtype="<u8").reshape(1, 4).copy()
+def mont_value(value: int, modulus: int = R_MOD) -> np.ndarray:
+    """One Fr value (of the field ``modulus``: BLS12-381's r by default) in Montgomery form as
+    ``uint64[1, 4]``."""
+    mont = value % modulus * pow(2, 256, modulus) % modulus
+    return np.frombuffer(mont.to_bytes(32, "little"), dtype="<u8").reshape(1, 4).copy()
 
 
-def mont_powers(base: int, n: int, start: int = 1) -> np.ndarray:
+def mont_powers(base: int, n: int, start: int = 1, modulus: int = R_MOD) -> np.ndarray:
     """start * base^i for i < n, Montgomery form, ``uint64[n, 4]``."""
     out = np.empty((max(n, 1), 4), dtype=np.uint64)
-    K.powers_mont(mont_value(base % R_MOD), mont_value(start % R_MOD), out)
+    kernels_for(modulus).powers_mont(mont_value(base, modulus), mont_value(start, modulus), out)
     return out[:n]
 
 
@@ -52,21 +56,21 @@ def mont_powers(base: int, n: int, start: int = 1) -> np.ndarray:
 def tables(d: Domain):
     """Twiddles w^j, w^-j (j < n/2) and the H scale tables for a (times 2^256) and b, c, of the
     domain d: built once per process and domain (read-only arrays), then cached."""
-    n = d.n
+    n, r = d.n, d.r
     half = max(n // 2, 1)
-    tw, tw_inv = mont_powers(d.omega, half), mont_powers(d.omega_inv, half)
+    tw, tw_inv = mont_powers(d.omega, half, modulus=r), mont_powers(d.omega_inv, half, modulus=r)
     w2, n_inv = d.omega_2n, d.n_inv
     rev = bit_reverse_permutation(n)
-    scale = mont_powers(w2, n, n_inv)[rev]
-    scale_a = mont_powers(w2, n, n_inv * FR_R)[rev]
+    scale = mont_powers(w2, n, n_inv, r)[rev]
+    scale_a = mont_powers(w2, n, n_inv * pow(2, 256, r), r)[rev]
     for t in (tw, tw_inv, scale, scale_a):
         t.flags.writeable = False
     return tw, tw_inv, scale, scale_a
 
 
-def reduced_limbs(values) -> np.ndarray:
-    """A fresh, reduced ``uint64[n, 4]`` copy of an int vector, standard-form uint64[n, 4] limbs or
-    a host FrVector."""
+def reduced_limbs(values, modulus: int = R_MOD) -> np.ndarray:
+    """A fresh ``uint64[n, 4]`` copy, reduced mod ``modulus``, of an int vector, standard-form
+    uint64[n, 4] limbs or a host FrVector."""
     if isinstance(values, FrVector):
         values = np.asarray(values.limbs)
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
@@ -78,8 +82,8 @@ def reduced_limbs(values) -> np.ndarray:
             x = np.frombuffer(bytearray(b"".join([v.to_bytes(32, "little") for v in values])), dtype="<u8")
             x = x.reshape(-1, 4)
         except (AttributeError, OverflowError):  # numpy ints, negative or huge values
-            x = fr_to_limbs(int_vector(values) % R_MOD)
-    K.reduce_in_place(x)
+            x = fr_to_limbs(int_vector(values) % modulus)
+    kernels_for(modulus).reduce_in_place(x)
     return x
 
 
@@ -102,10 +106,12 @@ def compute_h_fast(a, b, c, domain: Domain | str | None = None, threads: int | N
     check_size(n)
     if len(b) != n or len(c) != n:
         raise ValueError(f"compute_h_fast: a, b, c must have one length, got {n}, {len(b)}, {len(c)}")
+    d = resolve(domain, n, "compute_h_fast")
+    K = kernels_for(d.r)
     x = np.empty((3, n, 4), dtype=np.uint64)
     for v, vec in enumerate((a, b, c)):
-        x[v] = reduced_limbs(vec)
-    tw, tw_inv, scale, scale_a = tables(resolve(domain, n, "compute_h_fast"))
+        x[v] = reduced_limbs(vec, d.r)
+    tw, tw_inv, scale, scale_a = tables(d)
     scales = (scale_a, scale, scale)
     out = np.empty((n, 4), dtype=np.uint64)
     if threads is None:  # automatic: two threads from PARALLEL_MIN_SIZE up; explicit 2: from n = 4
@@ -143,14 +149,15 @@ def compute_h_fast(a, b, c, domain: Domain | str | None = None, threads: int | N
     return out
 
 
-def _transform(values, root: int, scale_by: int = 1) -> np.ndarray:
+def _transform(values, root: int, scale_by: int = 1, modulus: int = R_MOD) -> np.ndarray:
     """Natural order in and out: DIF with the given root, times scale_by, then bit reversal."""
-    x = reduced_limbs(values)
+    x = reduced_limbs(values, modulus)
     n = len(x)
     check_size(n)
-    K.dif(x, mont_powers(root, max(n // 2, 1)), 1)
+    K = kernels_for(modulus)
+    K.dif(x, mont_powers(root, max(n // 2, 1), modulus=modulus), 1)
     if scale_by != 1:
-        K.mul_table(x, mont_powers(1, n, scale_by), 0, n)
+        K.mul_table(x, mont_powers(1, n, scale_by, modulus), 0, n)
     return np.ascontiguousarray(x[bit_reverse_permutation(n)])
 
 
@@ -164,40 +171,45 @@ def _domain(values, domain: Domain | str | None) -> Domain:
 
 def ntt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at omega^0..omega^(n-1) of the polynomial with the given coefficients."""
-    return _transform(values, _domain(values, domain).omega)
+    d = _domain(values, domain)
+    return _transform(values, d.omega, modulus=d.r)
 
 
 def intt(values, domain: Domain | str | None = None) -> np.ndarray:
     """Coefficients of the polynomial with the given evaluations on the n-th roots of unity."""
     d = _domain(values, domain)
-    return _transform(values, d.omega_inv, d.n_inv)
+    return _transform(values, d.omega_inv, d.n_inv, d.r)
 
 
 def coset_ntt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Evaluations at shift * omega^j: scale coefficient i by shift^i, then NTT."""
-    x = reduced_limbs(values)
-    K.mul_table(x, mont_powers(shift, len(x)), 0, len(x))
-    return ntt(x, domain)
+    d = _domain(values, domain)
+    x = reduced_limbs(values, d.r)
+    kernels_for(d.r).mul_table(x, mont_powers(shift, len(x), modulus=d.r), 0, len(x))
+    return ntt(x, d)
 
 
 def coset_intt(values, shift: int, domain: Domain | str | None = None) -> np.ndarray:
     """Inverse of coset_ntt: iNTT, then scale coefficient i by shift^-i."""
-    coeffs = intt(values, domain)
-    K.mul_table(coeffs, mont_powers(pow(shift, -1, R_MOD), len(coeffs)), 0, len(coeffs))
+    d = _domain(values, domain)
+    coeffs = intt(values, d)
+    kernels_for(d.r).mul_table(coeffs, mont_powers(pow(shift, -1, d.r), len(coeffs), modulus=d.r), 0, len(coeffs))
     return coeffs
 
 
-def warm_up() -> float:
-    """Compile (first use on a machine, ~4 s, kept in numba's on-disk cache) or load every kernel.
+def warm_up(domain: Domain | None = None) -> float:
+    """Compile (first use on a machine, ~4 s, kept in numba's on-disk cache) or load every kernel
+    of the domain's field (a size-16 domain; None: BLS12-381's).
 
     Returns the seconds it took; call it at install or at prover start-up so that the first
     proof does not pay for it."""
     import time
 
     t = time.perf_counter()
+    d = domain or Domain.of(16)
     for threads in (1, 2):
-        compute_h_fast([1] * 16, [2] * 16, [3] * 16, threads=threads)
+        compute_h_fast([1] * 16, [2] * 16, [3] * 16, d, threads=threads)
     x = np.ones((16, 4), dtype=np.uint64)
-    intt(ntt(x))
-    coset_intt(coset_ntt(x, 7), 7)
+    intt(ntt(x, d), d)
+    coset_intt(coset_ntt(x, 7, d), 7, d)
     return time.perf_counter() - t

@@ -24,6 +24,7 @@ import tempfile
 
 import numpy as np
 
+from ..curves import key_curve
 from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
@@ -139,7 +140,9 @@ def _load_entry(entry: str, digest: str):
                         **{k: arrs.get(f"pk.{k}") for k in ProvingKey.DENSITIES})
         c = manifest["cs"]
         mats = [CsrMatrix(*(arrs[f"cs.{m}.{k}"] for k in CSR_FIELDS), n_cols=c["n_cols"][m]) for m in ("A", "B")]
-        cs = ConstraintSystem(c["n_wires"], c["n_public"], mats[0], mats[1], None, name=c["name"])
+        # the circuit's field is the key's curve's r: a BN254 entry must not come back over BLS12-381's
+        cs = ConstraintSystem(c["n_wires"], c["n_public"], mats[0], mats[1], None, name=c["name"],
+                              modulus=key_curve(pk.meta).r)
         pk.validate()
         return pk, cs
     except (OSError, ValueError, KeyError, TypeError):

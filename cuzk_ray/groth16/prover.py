@@ -56,12 +56,17 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
         raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints: {h_points} "
                          f"{pk.qap} H points) does not match the key ({pk.n_wires} wires, {pk.domain_size} H points)")
     witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
+    early = None
+    if getattr(backend, "msm_before_h", False):
+        # the MSMs over the witness (all but H's) start now, on the backend's threads, while this
+        # thread evaluates a, b, c and H: the CPU's cores stay busy through H's serial parts
+        early = submit_witness_msms(pk, _scalars(backend, witness), backend, times)
     if bellperson:  # only then the keyword: a backend that predates it computes the snarkjs H alone
         h = backend.compute_h_from_witness(cs, witness, times, qap="bellperson")
     else:
         h = backend.compute_h_from_witness(cs, witness, times)
     # the caller's witness (usually limbs already): the MSMs take limbs, no round trip through ints
-    return prove_from_h(pk, h, witness, r, s, backend, times)
+    return prove_from_h(pk, h, witness, r, s, backend, times, early)
 
 
 def check_backend_qap(pk: ProvingKey, backend) -> None:
@@ -108,23 +113,22 @@ def _scalars(backend, x):
     return as_fr_limbs(x)
 
 
-def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None) -> Proof:
-    times = StageTimes() if times is None else times
-    w = _scalars(backend, witness)
-    h = _scalars(backend, h)
-    if len(h) != pk.domain_size:
-        raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
+def _timed(backend, times: StageTimes, name: str, fn, *args):
+    """fn(*args) on the backend's threads, timed as stage ``name``: a future."""
+    def run():
+        with times.stage(name):
+            return fn(*args)
+    return backend.submit(run)
+
+
+def submit_witness_msms(pk: ProvingKey, w, backend, times: StageTimes) -> dict:
+    """Start every MSM whose scalars are the witness's (A, B1, B2, L; not H's) on the backend's
+    threads: {stage: future}. ``w``: the staged witness (``_scalars``)."""
     if len(w) != pk.n_wires:
         raise ValueError(f"prover: witness has {len(w)} values, the key has {pk.n_wires} wires")
     check_backend_curve(backend.name, pk.curve.name)
     key = backend.load_key(pk)
     p = pk.n_public
-
-    def timed(name, fn, *args):
-        def run():
-            with times.stage(name):
-                return fn(*args)
-        return backend.submit(run)
 
     # A key stored by density has a point per wire of a_wires (a_query) and of b_wires (b_g1 and
     # b_g2): their witness values are gathered once (both B MSMs read the same gathered scalars);
@@ -141,15 +145,30 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     nb = len(w_b)
     split = backend.split_g2 and nb >= G2_SPLIT_MIN
     half = nb // 2 if split else nb
-    jobs = {"msm_b_g2": timed("msm_b_g2", backend.msm_g2, key, "b_g2_query", w_b[:half], 0)}
+    jobs = {"msm_b_g2": _timed(backend, times, "msm_b_g2", backend.msm_g2, key, "b_g2_query", w_b[:half], 0)}
     if half < nb:
-        jobs["msm_b_g2_hi"] = timed("msm_b_g2_hi", backend.msm_g2, key, "b_g2_query", w_b[half:], half)
+        jobs["msm_b_g2_hi"] = _timed(backend, times, "msm_b_g2_hi", backend.msm_g2, key, "b_g2_query",
+                                     w_b[half:], half)
     jobs.update({
-        "msm_a": timed("msm_a", backend.msm_g1, key, "a_query", w_a),
-        "msm_b_g1": timed("msm_b_g1", backend.msm_g1, key, "b_g1_query", w_b),
-        "msm_l": timed("msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
-        "msm_h": timed("msm_h", backend.msm_g1, key, "h_query", h),
+        "msm_a": _timed(backend, times, "msm_a", backend.msm_g1, key, "a_query", w_a),
+        "msm_b_g1": _timed(backend, times, "msm_b_g1", backend.msm_g1, key, "b_g1_query", w_b),
+        "msm_l": _timed(backend, times, "msm_l", backend.msm_g1, key, "l_query", w[p + 1 :]),
     })
+    return jobs
+
+
+def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: StageTimes | None = None,
+                 early: dict | None = None) -> Proof:
+    """The MSMs and the assembly from h and the witness; ``early``: submit_witness_msms's futures
+    when the witness MSMs were started already (prove does, on a backend with msm_before_h)."""
+    times = StageTimes() if times is None else times
+    w = _scalars(backend, witness)
+    h = _scalars(backend, h)
+    if len(h) != pk.domain_size:
+        raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
+    jobs = dict(early) if early is not None else submit_witness_msms(pk, w, backend, times)
+    key = backend.load_key(pk)
+    jobs["msm_h"] = _timed(backend, times, "msm_h", backend.msm_g1, key, "h_query", h)
     res = {k: f.result() for k, f in jobs.items()}
     with times.stage("assemble"):
         groups = groups_for(pk.curve)
