@@ -178,8 +178,9 @@ def test_a_node_that_joins_replaces_the_lost_one(cluster, tmp_path):
         assert time.monotonic() < deadline + 120, "node B did not join"
         time.sleep(1)
     # enough work left after the loss for the head alone to outlast the give-up (restart_wait_s),
-    # the replacement's start (every 5 s) and its key load: 4096 constraints per partition
-    p = job(cluster, tmp_path, "proofs=10", "restart_wait_s=3", constraints=4096)
+    # the replacement's start (every 5 s) and its key load: 8192 constraints per partition (4096 let
+    # the head alone finish in 19 s before any replacement, once the CPU prover overlapped its MSMs)
+    p = job(cluster, tmp_path, "proofs=10", "restart_wait_s=3", constraints=8192)
     joined = []
 
     def lose_b():
