@@ -184,16 +184,17 @@ def limbs_below(limbs, modulus: int, xp=np):
     return less
 
 
-def first_not_below_r(limbs, xp=np) -> int:
+def first_not_below_r(limbs, xp=np, modulus: int = R_MOD) -> int:
     """Index of the first row of standard-form limbs ``uint64[n, 4]`` that is >= r, or -1
-    (``xp``: numpy, or cupy for a device array)."""
-    less = limbs_below(limbs, R_MOD, xp)
+    (``xp``: numpy, or cupy for a device array; ``modulus``: another curve's r)."""
+    less = limbs_below(limbs, modulus, xp)
     return -1 if bool(less.all()) else int(xp.argmin(less))
 
 
-def checked_fr(values, what: str) -> FrVector:
+def checked_fr(values, what: str, modulus: int = R_MOD) -> FrVector:
     """An FrVector from a numpy ``uint64[n, 4]`` (range-checked: ValueError naming ``what`` and the
-    first element >= r) or from ints / an int vector (reduced mod r). An FrVector passes through."""
+    first element >= r) or from ints / an int vector (reduced mod r). An FrVector passes through.
+    ``modulus``: the r of the key's curve (BLS12-381's unless given; a BN254 key's is smaller)."""
     if isinstance(values, FrVector):
         return values
     if isinstance(values, np.ndarray) and values.dtype == np.uint64:
@@ -201,13 +202,13 @@ def checked_fr(values, what: str) -> FrVector:
             raise ValueError(f"{what}: expected uint64[n, {FR_LIMBS}] standard-form Fr limbs, got shape "
                              f"{tuple(values.shape)}")
         limbs = np.ascontiguousarray(values)
-        bad = first_not_below_r(limbs)
+        bad = first_not_below_r(limbs, modulus=modulus)
         if bad >= 0:
             raise ValueError(f"{what}: element {bad} is not a reduced Fr value (must be < r, standard form)")
         return FrVector(limbs)
     if hasattr(values, "__cuda_array_interface__"):
         raise TypeError(f"{what}: a device array is checked by the device layer (cuzk_ray.cuda.device.check_fr)")
-    return FrVector(fr_to_limbs(fr_vector(values)))
+    return FrVector(fr_to_limbs(int_vector(values) % modulus))
 
 
 # ---------------------------------------------------------------------------------------------

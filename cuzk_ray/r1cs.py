@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .field import FR_LIMBS, FR_MOD_LIMBS, R_MOD, fr_vector, limbs_to_ints
+from .field import FR_LIMBS, FR_MOD_LIMBS, R_MOD, fr_vector, limbs_to_ints, modulus_limbs
 
 
 class UnsatisfiedConstraint(ValueError):
@@ -153,23 +153,25 @@ class CodedCsr(_SparseRows):
 
 CODE_ONE, CODE_MINUS_ONE = 0, 1
 SMALL = 1 << 32  # coefficients of magnitude below this are deduplicated (PoRep packs with 2^0..2^31)
-_R = [np.uint64(limb) for limb in FR_MOD_LIMBS]
+_MOD_LIMBS = [np.uint64(limb) for limb in FR_MOD_LIMBS]
 
 
-def coefficient_codes(data, xp=np):
+def coefficient_codes(data, xp=np, modulus: int = R_MOD):
     """(codes uint32[nnz], table uint64[k, 4] standard form) for standard-form coefficients
     ``uint64[nnz, 4]`` (numpy or cupy, ``xp``): table[codes[e]] == data[e]; table[0] = 1,
     table[1] = r - 1. Coefficients in (-2^32, 2^32) share one row per distinct value; the rest get
-    a row each."""
+    a row each. ``modulus``: the circuit's r (ConstraintSystem.modulus; BLS12-381's unless given):
+    what -1 and the other small negatives are (r - 1 of BLS12-381 is no BN254 value)."""
+    rl = _MOD_LIMBS if modulus == R_MOD else [np.uint64(limb) for limb in modulus_limbs(modulus, FR_LIMBS)]
     data = data.reshape(-1, FR_LIMBS)
     nnz = data.shape[0]
     d0 = data[:, 0]
     pos = ((data[:, 1] | data[:, 2] | data[:, 3]) == 0) & (d0 < np.uint64(SMALL))
-    neg = ((data[:, 1] == _R[1]) & (data[:, 2] == _R[2]) & (data[:, 3] == _R[3])
-           & (d0 < _R[0]) & (d0 >= _R[0] - np.uint64(SMALL)))
+    neg = ((data[:, 1] == rl[1]) & (data[:, 2] == rl[2]) & (data[:, 3] == rl[3])
+           & (d0 < rl[0]) & (d0 >= rl[0] - np.uint64(SMALL)))
     small = pos | neg
     # (array-on-the-left and array-array operations only: the same code runs on numpy and cupy)
-    mag = xp.where(pos, d0, xp.asarray(_R[0]) - d0).astype(xp.int64)  # garbage where not small (masked below)
+    mag = xp.where(pos, d0, xp.asarray(rl[0]) - d0).astype(xp.int64)  # garbage where not small (masked below)
     signed = xp.where(pos, mag, -mag)
     i_small = xp.flatnonzero(small)
     i_gen = xp.flatnonzero(~small)
@@ -189,10 +191,10 @@ def coefficient_codes(data, xp=np):
     # small value s as limbs: s >= 0 -> [s, 0, 0, 0]; s < 0 -> r + s = [r0 + s, r1, r2, r3] (|s| < r0)
     negative = (uniq < 0).astype(xp.uint64)
     small_rows = xp.empty((int(uniq.shape[0]), FR_LIMBS), dtype=xp.uint64)
-    small_rows[:, 0] = uniq.astype(xp.uint64) + negative * _R[0]  # wraps mod 2^64 to r0 + s
+    small_rows[:, 0] = uniq.astype(xp.uint64) + negative * rl[0]  # wraps mod 2^64 to r0 + s
     for limb in range(1, FR_LIMBS):
-        small_rows[:, limb] = negative * _R[limb]
-    pm1 = xp.asarray(np.array([[1, 0, 0, 0], [int(_R[0]) - 1, _R[1], _R[2], _R[3]]], dtype=np.uint64))
+        small_rows[:, limb] = negative * rl[limb]
+    pm1 = xp.asarray(np.array([[1, 0, 0, 0], [int(rl[0]) - 1, rl[1], rl[2], rl[3]]], dtype=np.uint64))
     table = xp.concatenate([pm1, small_rows, data[i_gen]])
     return codes, xp.ascontiguousarray(table)
 

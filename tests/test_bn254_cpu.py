@@ -1,6 +1,6 @@
 """BN254 (circom's default curve) on the CPU (issue 31): the curve read from the files, proofs
 by ``cuzk-ray groth16 prove`` that snarkjs 0.7.6 accepts, snarkjs's proofs that our verifier
-accepts, each with a tampered twin, and the refusals (another curve's witness, the cuda backend).
+accepts, each with a tampered twin, and the refusals (another curve's witness, an unknown curve).
 
 Fixtures: tests/fixtures/circom/{bn254,bn_many,bn_pow2} (tests/fixtures/make_fixtures.sh,
 ONLY=bn128): few public inputs (2 signals), many (10), and a domain of exactly 2^6 (61
@@ -109,12 +109,15 @@ def test_bn254_domain_uses_snarkjs_roots():
         Domain(1 << 28, "snarkjs", "bn254")
 
 
-def test_cuda_backend_refuses_a_bn254_key_in_one_line():
+def test_both_backends_take_a_bn254_key_and_an_unknown_curve_is_refused_in_one_line():
+    """backend=cuda proves BN254 since issue 31 (tests/test_bn254_cuda_backend.py, gpu; more
+    refusals in tests/test_bn254_cuda_host.py)."""
     check_backend_curve("cuda", BLS12_381.name)
     check_backend_curve("cpu", BN254.name)
+    check_backend_curve("cuda", BN254.name)
     with pytest.raises(ValueError) as info:
-        check_backend_curve("cuda", BN254.name)
-    assert "\n" not in str(info.value) and "backend=cpu" in str(info.value)
+        check_backend_curve("cuda", "bls12377")
+    assert "\n" not in str(info.value) and "bls12377" in str(info.value)
 
 
 def test_zkey_cache_hit_keeps_the_bn254_field(tmp_path):

@@ -45,16 +45,20 @@ def cuda_backend_class():
     return CudaBackend
 
 
-# The curves each backend proves over (cuzk_ray.curves names): the CUDA kernels are BLS12-381's
-# until the BN254 ones land (issue 31).
-BACKEND_CURVES = {"cpu": ("bls12381", "bn254"), "cuda": ("bls12381",)}
+# The curves each backend proves over (cuzk_ray.curves names). cuda: the kernels are compiled per
+# curve (kernels/loader.py CURVES), the backend takes the groups, domain and r from the key
+# (issue 31); a BN254 key proves in snarkjs's QAP only (groth16.prover.check_backend_qap).
+BACKEND_CURVES = {"cpu": ("bls12381", "bn254"), "cuda": ("bls12381", "bn254")}
 
 
 def check_backend_curve(backend_name: str, curve_name: str) -> None:
     """ValueError in one line unless the backend proves over the curve."""
-    if curve_name not in BACKEND_CURVES.get(backend_name, ()):
-        raise ValueError(f"backend={backend_name}: no {curve_name} kernels yet (a {curve_name} key proves on "
-                         f"backend=cpu); this backend proves over {', '.join(BACKEND_CURVES.get(backend_name, ()))}")
+    have = BACKEND_CURVES.get(backend_name, ())
+    if curve_name not in have:
+        others = [b for b, curves in BACKEND_CURVES.items() if curve_name in curves]
+        where = f"a {curve_name} key proves on backend={' or '.join(others)}" if others else "no backend has them"
+        raise ValueError(f"backend={backend_name}: no {curve_name} kernels ({where}); this backend proves over "
+                         f"{', '.join(have) or 'no curve'}")
 
 
 def make_backend(name: str, **kwargs):

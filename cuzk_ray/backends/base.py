@@ -49,10 +49,11 @@ class Backend(Protocol):
     def unload(self, pk: ProvingKey, cs: ConstraintSystem | None) -> None:
         """Drop what load_key / load_cs made resident for this key (a prover pool evicting it)."""
 
-    def stage(self, witness: Witness) -> FrVector:
+    def stage(self, witness: Witness, modulus: int = ...) -> FrVector:
         """The witness as an FrVector where the kernels read it, from either form: a CompactWitness
         (what synthesis makes; cpu: expanded on the host; cuda: its bitmaps and values uploaded and
-        expanded on the device) or an FrVector (cpu: as it is; cuda: uploaded)."""
+        expanded on the device) or an FrVector (cpu: as it is; cuda: uploaded). ``modulus``: the
+        r of the key's curve (BLS12-381's unless given): cuda checks raw limbs below it."""
 
     def account(self) -> AbstractContextManager[DeviceTime | None]:
         """A context whose kernels are counted in the DeviceTime it yields (None without a device)."""

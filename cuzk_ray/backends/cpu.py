@@ -96,9 +96,9 @@ class CpuBackend:
             warm_up(Domain.of(16, "snarkjs", pk.curve.name))
         self.fast_h_min_size = 0
 
-    def stage(self, witness):
+    def stage(self, witness, modulus: int | None = None):
         """The witness where the CPU reads it: a CompactWitness expanded on the host (a new
-        ``uint64[n, 4]``), anything else as it is."""
+        ``uint64[n, 4]``), anything else as it is (``modulus``, the key's r: nothing is checked here)."""
         return expand_on_host(witness)
 
     def account(self):

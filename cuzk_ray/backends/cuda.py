@@ -8,11 +8,12 @@ returns an FrVector on the device, so a partition staged first is range-checked 
 (zero times when its witness arrives as an FrVector).
 
   load_key(pk)   queries a, b_g1, l, h (G1) and b_g2 (G2) uploaded once and kept in the MSM
-                 kernels' form (cuda.msm.Bases, Montgomery); free VRAM checked first; the
+                 kernels' form (cuda.msm.Bases, Montgomery) of the key's curve (pk.curve:
+                 cuda.msm.groups_of, BLS12-381 or BN254); free VRAM checked first; the
                  H query (uniform scalars, the costliest MSM) also gets a table of window
                  multiples when it pays (>= 2^16 bases) and fits (precompute_h; at most half of
                  the VRAM left after the queries); only single points (alpha, beta, delta)
-                 become arkworks objects
+                 become point objects (arkworks for BLS12-381, curve_groups for both)
   load_cs(cs)    constraint matrices uploaded once and kept (cuda.spmv.DeviceConstraintSystem)
   stage(w)       the witness on the device (pinned upload on this thread's stream) as an FrVector;
                  a CompactWitness goes up compact and is expanded there (cuda.witness)
@@ -32,6 +33,12 @@ returns an FrVector on the device, so a partition staged first is range-checked 
                  partition's kernels run meanwhile and it is not counted as GPU time
   msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
                  (split_g2 = False: the prover does not cut it in halves as for the CPU)
+
+Curves: a key carries its curve (pk.curve), a constraint system its r (cs.modulus): the MSMs run
+on that curve's groups, H on its domain and kernels (cuda.spmv, cuda.ntt), raw scalars are
+range-checked below its r, and single points and results are that curve's point objects
+(curve_groups.groups_for), so the prover's assembly is the same code for both. BN254 proves in
+snarkjs's convention only (bellperson's H is BLS12-381's: refused in one line).
 
 One allocator for the process: CuPy's default device memory pool (no cudaMallocAsync mixed in)
 and a pinned host pool for uploads.
@@ -53,8 +60,8 @@ from ..cuda import ntt as cuda_ntt
 from ..cuda import spmv as cuda_spmv
 from ..cuda import witness as cuda_witness
 from ..cuda.device import check_fr
-from ..curve import g1_points, g2_points
-from ..field import FR_LIMBS, FrVector, as_fr_limbs, checked_fr
+from ..domain import Domain
+from ..field import FR_LIMBS, R_MOD, FrVector, as_fr_limbs, checked_fr
 from ..formats.native import release_mapped_pages
 from ..groth16.keys import ProvingKey
 from ..kernels.loader import require_cupy
@@ -78,13 +85,16 @@ def _msm_section(query: str) -> str:
 
 
 class GpuKey:
-    """A proving key with its queries in VRAM (and the single points for assembly on the CPU)."""
+    """A proving key with its queries in VRAM (and the single points for assembly on the CPU),
+    on the MSM groups of its curve (``g1``, ``g2``; scalars below ``r``)."""
 
     G1_QUERIES = ("a_query", "b_g1_query", "l_query", "h_query")
     G2_QUERIES = ("b_g2_query",)
 
     def __init__(self, pk: ProvingKey, cp, precompute_h: bool = True):
         self.pk = pk
+        self.g1, self.g2 = cuda_msm.groups_of(pk.curve.name)
+        self.r = pk.curve.r
         names = self.G1_QUERIES + self.G2_QUERIES
         index = {d: getattr(pk, d) for d in pk.DENSITIES if getattr(pk, d) is not None}
         need = sum(getattr(pk, q).nbytes for q in names) + sum(int(x.nbytes) for x in index.values())
@@ -96,13 +106,13 @@ class GpuKey:
                               f"(+ {largest / 2**30:.2f} GiB while converting), {free / 2**30:.2f} GiB free "
                               f"(margin {VRAM_MARGIN / 2**30:.0f} GiB)")
         n_h = len(pk.h_query)
-        table = cuda_msm.table_bytes(cuda_msm.G1, n_h)
+        table = cuda_msm.table_bytes(self.g1, n_h)
         # Window multiples of the H bases when they pay and fit in half of what is left.
         self.h_table = bool(precompute_h and n_h >= cuda_msm.TABLE_MIN_SCALARS
                             and table <= (free - need - VRAM_MARGIN) // 2)
         self.device = {}
         for q in names:
-            g = cuda_msm.G2 if q in self.G2_QUERIES else cuda_msm.G1
+            g = self.g2 if q in self.G2_QUERIES else self.g1
             window = cuda_msm.table_window_for(n_h) if (q == "h_query" and self.h_table) else None
             t0 = time.perf_counter()
             pts = np.ascontiguousarray(getattr(pk, q))
@@ -131,6 +141,7 @@ class GpuKey:
         self.wires = {d: cp.asarray(np.ascontiguousarray(x, dtype=np.int64 if wide else x.dtype))
                       for d, x in index.items()}
         self.cpu = ResidentKey(pk, g1_queries=False, g2_queries=False)
+        self.groups = self.cpu.groups  # the curve's point objects (curve_groups): MSM results become them
         # The rest of the interface (alpha_g1, delta_g2, ...) comes from the CPU-side key.
         for name in ("alpha_g1", "beta_g1", "delta_g1", "beta_g2", "delta_g2"):
             setattr(self, name, getattr(self.cpu, name))
@@ -222,15 +233,17 @@ class CudaBackend:
         device. Recorded as stage "h" in ``times`` (the matrices' first upload included)."""
         from contextlib import nullcontext
 
-        witness = self._scalar_limbs(witness, "witness")  # ints too, as the cpu backend takes
+        cuda_spmv.check_qap_curve(qap, cuda_spmv.curve_of_system(cs))  # before any upload
+        witness = self._scalar_limbs(witness, "witness", cs.modulus)  # ints too, as the cpu backend takes
         with times.stage("h") if times is not None else nullcontext():
             dcs = self.load_cs(cs)
             return FrVector(self._timed_gpu("h", cuda_spmv.h_from_witness, dcs, witness, qap=qap))
 
-    def _scalar_limbs(self, x, what: str):
+    def _scalar_limbs(self, x, what: str, modulus: int = R_MOD):
         """What a kernel wrapper takes: an FrVector as it is (trusted); a cupy array stays on the
         device (dtype and shape checked here, range and contiguity by the kernel wrapper, once);
-        numpy limbs via as_fr_limbs (checked by the wrapper too); ints reduced mod r (an FrVector)."""
+        numpy limbs via as_fr_limbs (checked by the wrapper too); ints reduced mod r (an FrVector;
+        ``modulus``: the r of the key's curve)."""
         if isinstance(x, FrVector):
             return x
         if isinstance(x, self.cp.ndarray):
@@ -240,7 +253,7 @@ class CudaBackend:
             return x
         if isinstance(x, np.ndarray) and x.dtype == np.uint64:
             return as_fr_limbs(x)
-        return checked_fr(x, what)
+        return checked_fr(x, what, modulus)
 
     def _timed_gpu(self, section: str, fn, *args, **kw):
         """fn(*args, **kw) under the GPU lock, the device synchronized after it; the seconds are
@@ -264,7 +277,7 @@ class CudaBackend:
     def warm_up(self, pk: ProvingKey | None = None) -> None:
         """Nothing yet: kernels are compiled (or loaded from cubins) on first use."""
 
-    def stage(self, witness) -> FrVector:
+    def stage(self, witness, modulus: int = R_MOD) -> FrVector:
         """The witness on the device as an FrVector, ahead of the kernels that use it: copied into
         pinned host buffers (CuPy's pinned pool, reused across partitions), uploaded on this
         thread's own non-blocking stream and waited for here, outside the GPU lock, so the upload
@@ -273,19 +286,20 @@ class CudaBackend:
         instead of 4 GiB) and is expanded on the device (cuda.witness, ~1 ms at 2^27, under the
         GPU lock and counted as this partition's GPU time). An FrVector on the device is
         returned as it is; raw limbs (numpy or cupy) are range-checked once, on the device, after
-        the upload; an FrVector or a CompactWitness is not checked again."""
+        the upload, below ``modulus`` (the r of the key's curve: the prover passes pk.curve.r);
+        an FrVector or a CompactWitness is not checked again."""
         cp = self.cp
         if isinstance(witness, CompactWitness):
             return self._stage_compact(witness)
-        witness = self._scalar_limbs(witness, "witness")
+        witness = self._scalar_limbs(witness, "witness", modulus)
         if isinstance(witness, FrVector) and witness.on_device:
             return witness
         if isinstance(witness, cp.ndarray):
-            return check_fr(witness, "witness")
+            return check_fr(witness, "witness", modulus)
         w = np.ascontiguousarray(as_fr_limbs(witness))
         (dev,) = self._upload([(w, w.nbytes)])
         dev = dev.view(cp.uint64).reshape(w.shape)
-        return FrVector(dev) if isinstance(witness, FrVector) else check_fr(dev, "witness")
+        return FrVector(dev) if isinstance(witness, FrVector) else check_fr(dev, "witness", modulus)
 
     def _stage_compact(self, w: CompactWitness) -> FrVector:
         cp = self.cp
@@ -323,14 +337,19 @@ class CudaBackend:
         # the pinned blocks go back to the pinned pool on return, after the copies completed
         return out
 
-    def compute_h(self, a, b, c, qap: str = "snarkjs") -> np.ndarray:
+    def compute_h(self, a, b, c, qap: str = "snarkjs", domain: Domain | None = None) -> np.ndarray:
         """h (numpy ``uint64[n, 4]``, standard form; "bellperson" ``qap``: its m - 1 coefficients)
-        from a, b, c (FrVectors, or limbs / ints, checked by the kernel wrapper)."""
+        from a, b, c (FrVectors, or limbs / ints, checked by the kernel wrapper) on ``domain``
+        (None: BLS12-381's of their length; a BN254 Domain for a BN254 key, snarkjs only)."""
         fn = {"snarkjs": cuda_ntt.compute_h, "bellperson": cuda_ntt.compute_h_bellperson}.get(qap)
         if fn is None:
             raise ValueError(f"compute_h: qap={qap!r} is not one of snarkjs, bellperson")
-        a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
-        return self._timed_gpu("h", fn, a, b, c)
+        if domain is None:
+            a, b, c = (x if isinstance(x, FrVector) else as_fr_limbs(x) for x in (a, b, c))
+            return self._timed_gpu("h", fn, a, b, c)
+        cuda_spmv.check_qap_curve(qap, domain.curve)
+        a, b, c = (self._scalar_limbs(x, f"compute_h {k}", domain.r) for x, k in zip((a, b, c), "abc"))
+        return self._timed_gpu("h", fn, a, b, c, domain)
 
     def gather(self, key: GpuKey, wires: str, scalars):
         """scalars[pk.<wires>] on the device (a new contiguous uint64[k, 4]; an FrVector when given
@@ -347,7 +366,7 @@ class CudaBackend:
         if idx is None:
             return scalars
         cp = self.cp
-        s = self._scalar_limbs(scalars, f"gather {wires} scalars")
+        s = self._scalar_limbs(scalars, f"gather {wires} scalars", key.r)
         trusted = isinstance(s, FrVector)
         limbs = cp.asarray(s.limbs if trusted else s)
         if len(limbs) != key.pk.n_wires:
@@ -358,19 +377,20 @@ class CudaBackend:
 
     def msm_g1(self, key: GpuKey, query: str, scalars):
         bases = key.device[query]
-        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars", key.r)
         if len(s) != bases.n:
             raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         # H's scalars are evaluations of a b - c: uniform, so no 0/1 split (msm_parts split=False)
-        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, cuda_msm.G1, bases, s,
+        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, key.g1, bases, s,
                                 split=query != "h_query")
-        return g1_points(cuda_msm.finish(parts).reshape(1, 2, 6))[0]  # host work, the device let go
+        # host work, the device let go: uint64[2, *elem] -> one point of the key's curve
+        return key.groups.g1_points(cuda_msm.finish(parts).reshape(1, 2, *key.g1.elem))[0]
 
     def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
         """sum_i scalars[i] * query[start + i] in G2 on the GPU. Without start the counts must
         match; with it the scalars cover a slice of the resident bases (a view, no copy)."""
         bases = key.device[query]
-        s = self._scalar_limbs(scalars, f"MSM {query} scalars")
+        s = self._scalar_limbs(scalars, f"MSM {query} scalars", key.r)
         if start is None:
             if len(s) != bases.n:
                 raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
@@ -378,8 +398,8 @@ class CudaBackend:
             if start < 0 or start + len(s) > bases.n:
                 raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
             bases = bases.slice(start, len(s))
-        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, cuda_msm.G2, bases, s)
-        return g2_points(cuda_msm.finish(parts).reshape(1, 2, 2, 6))[0]  # host work, the device let go
+        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, key.g2, bases, s)
+        return key.groups.g2_points(cuda_msm.finish(parts).reshape(1, 2, *key.g2.elem))[0]  # host work
 
     def submit(self, fn, *args):
         return self.pool.submit(contextvars.copy_context().run, fn, *args)

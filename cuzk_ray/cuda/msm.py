@@ -127,6 +127,7 @@ class Group:
     defines: tuple = ()  # compile-time variant of the module (benchmarks compare variants)
     curve: str = "bls12381"  # the kernels' curve (a cuzk_ray.curves name; kernels/loader.py CURVES)
     fp_modulus: int = Q_MOD
+    fr_modulus: int = R_MOD  # raw scalars are checked below it
 
     @property
     def fp_limbs(self) -> int:
@@ -151,9 +152,19 @@ class Group:
 G1 = Group("g1", "msm.cu", "", (FP_LIMBS,), g1_ref, g1_points, g1_array)
 G2 = Group("g2", "msm_g2.cu", "g2_", (2, FP_LIMBS), g2_ref, g2_points, g2_array)
 BN254_G1 = Group("g1", "msm.cu", "", (BN254.fp_limbs,), bn254_xyzz.G1, None, None, curve=BN254.name,
-                 fp_modulus=BN254.p)
+                 fp_modulus=BN254.p, fr_modulus=BN254.r)
 BN254_G2 = Group("g2", "msm_g2.cu", "g2_", (2, BN254.fp_limbs), bn254_xyzz.G2, None, None, curve=BN254.name,
-                 fp_modulus=BN254.p)
+                 fp_modulus=BN254.p, fr_modulus=BN254.r)
+# (G1, G2) of each curve (a cuzk_ray.curves name): what a key of that curve's MSMs run on.
+GROUPS = {"bls12381": (G1, G2), BN254.name: (BN254_G1, BN254_G2)}
+
+
+def groups_of(curve: str) -> tuple[Group, Group]:
+    """(G1, G2) of a curve name; ValueError in one line naming the curves with MSM kernels."""
+    try:
+        return GROUPS[curve]
+    except KeyError:
+        raise ValueError(f"cuda MSM: no kernels for curve {curve!r} (have {', '.join(GROUPS)})") from None
 
 
 def default_window(n: int) -> int:
@@ -845,7 +856,7 @@ def msm_parts(g: Group, points, scalars, window: int | str | WindowPlan | None =
     if accumulate not in (None, "xyzz", "affine"):
         raise ValueError(f"msm_{g.name}: accumulate {accumulate!r} is not 'xyzz' or 'affine'")
     cp = require_cupy()
-    s = check_fr(scalars, f"msm_{g.name} scalars").limbs
+    s = check_fr(scalars, f"msm_{g.name} scalars", g.fr_modulus).limbs
     n = s.shape[0]
     timer = PhaseTimer(cp) if timings is not None else None
     if isinstance(points, Bases):

@@ -407,7 +407,7 @@ def ntt(x, inverse: bool = False, shift: int | None = None, domain: Domain | str
     the module docstring for the exact meaning of inverse and shift.
     """
     cp = require_cupy()
-    xd = check_fr(x, "ntt").limbs if isinstance(x, FrVector) else check_fr_array(x, "ntt", ndims=(2, 3))
+    xd = check_fr(x, "ntt").limbs if isinstance(x, FrVector) else check_fr_array(x, "ntt", (2, 3), _r_of(domain))
     out = ntt_device(xd.reshape(-1, *xd.shape[-2:]), inverse, shift, domain)
     return cp.asnumpy(out).reshape(x.shape)
 
@@ -420,20 +420,26 @@ def compute_h(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     upload and download stays in VRAM.
     """
     cp = require_cupy()
-    return cp.asnumpy(compute_h_device(_stack_abc(a, b, c, "compute_h"), domain))
+    return cp.asnumpy(compute_h_device(_stack_abc(a, b, c, "compute_h", _r_of(domain)), domain))
 
 
 def compute_h_bellperson(a, b, c, domain: Domain | str | None = None) -> np.ndarray:
     """ref.bellperson_qap.compute_h on the GPU: a, b, c as for compute_h, of length m; returns
     H's m - 1 coefficients, numpy ``uint64[m - 1, 4]``. ``domain``: native, of size m (None: that)."""
     cp = require_cupy()
-    return cp.asnumpy(compute_h_bellperson_device(_stack_abc(a, b, c, "compute_h_bellperson"), domain))
+    return cp.asnumpy(compute_h_bellperson_device(_stack_abc(a, b, c, "compute_h_bellperson", _r_of(domain)),
+                                                  domain))
 
 
-def _stack_abc(a, b, c, what: str):
-    """a, b, c (checked unless FrVectors) copied into one new cupy ``uint64[3, n, 4]``."""
+def _r_of(domain: Domain | str | None) -> int:
+    """The r raw inputs are checked below: the Domain's curve's (a name or None: BLS12-381's)."""
+    return domain.r if isinstance(domain, Domain) else R_MOD
+
+
+def _stack_abc(a, b, c, what: str, modulus: int = R_MOD):
+    """a, b, c (checked below ``modulus`` unless FrVectors) copied into one new cupy ``uint64[3, n, 4]``."""
     cp = require_cupy()
-    vecs = [check_fr(v, f"{what} {name}").limbs for v, name in ((a, "a"), (b, "b"), (c, "c"))]
+    vecs = [check_fr(v, f"{what} {name}", modulus).limbs for v, name in ((a, "a"), (b, "b"), (c, "c"))]
     if not (vecs[0].shape == vecs[1].shape == vecs[2].shape):
         raise ValueError(f"{what}: a, b, c differ in shape: {[tuple(v.shape) for v in vecs]}")
     return cp.stack(vecs)

@@ -16,15 +16,20 @@ only the witness crosses the bus. The witness is an FrVector (trusted) or a raw 
 device.check_fr).
 
 The layout is built with numpy or cupy alike (``xp``): the CPU tests check it without a GPU.
+
+Curves: a constraint system's ``modulus`` (its r) names its curve (cuzk_ray.curves); the matrices
+go up with that r's codes and checks and the kernels are spmv.cu compiled for it, and H is taken
+on that curve's domain (BN254: snarkjs's convention only; bellperson's H is BLS12-381's).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..curves import BLS12_381, curve_named, curve_of_prime
 from ..domain import Domain, domain_size
-from ..field import FR_LIMBS, FrVector
-from ..kernels.loader import get_kernel, require_cupy
+from ..field import FR_LIMBS, R_MOD, FrVector
+from ..kernels.loader import DEFAULT_CURVE, get_kernel, require_cupy
 from ..r1cs import CODE_ONE, CodedCsr, ConstraintSystem, Matrix, coefficient_codes
 from ..ref.bellperson_qap import bellperson_domain
 from .device import check_fr, check_fr_array
@@ -40,17 +45,18 @@ FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for me
 # Layout (numpy or cupy)
 
 
-def csr_layout(m: Matrix, xp=np, data=None):
+def csr_layout(m: Matrix, xp=np, data=None, modulus: int = R_MOD):
     """(indptr int64[rows + 1], entries uint32[nnz, 2], table standard uint64[k, 4]) of m
-    (``data``: m.data already on the device, if the caller uploaded it). A CodedCsr is in this
-    layout already: its arrays as they are (moved to ``xp``)."""
+    (``data``: m.data already on the device, if the caller uploaded it; ``modulus``: the
+    circuit's r, for the codes of -1 and the small negatives). A CodedCsr is in this layout
+    already: its arrays as they are (moved to ``xp``)."""
     if isinstance(m, CodedCsr):
         return xp.asarray(m.indptr, dtype=xp.int64), xp.asarray(m.entries), xp.asarray(m.table)
     if m.nnz >= 2**32 - 2 or m.n_cols >= 2**32:
         raise ValueError(f"spmv: {m.nnz} non-zeros over {m.n_cols} columns; the kernel indexes with 32 bits")
     if data is None:
         data = xp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS))
-    codes, table = coefficient_codes(data, xp)
+    codes, table = coefficient_codes(data, xp, modulus)
     cols = xp.asarray(m.indices).astype(xp.uint32)
     entries = xp.ascontiguousarray(xp.stack([cols, codes], axis=1))
     return xp.asarray(m.indptr, dtype=xp.int64), entries, table
@@ -80,9 +86,17 @@ def transpose_layout(indptr, entries, n_rows: int, n_cols: int, extra_rows: int 
 # Device side
 
 
-def launch(name: str, n: int, args) -> None:
-    """Kernel ``name`` of spmv.cu on n threads (none for n = 0)."""
-    launch_kernel(get_kernel(MODULE, name), n, args, THREADS)
+def launch(name: str, n: int, args, curve: str = DEFAULT_CURVE) -> None:
+    """Kernel ``name`` of spmv.cu compiled for ``curve`` on n threads (none for n = 0)."""
+    launch_kernel(get_kernel(MODULE, name, curve=curve), n, args, THREADS)
+
+
+def curve_of_system(cs: ConstraintSystem) -> str:
+    """The curve name (cuzk_ray.curves) whose r is cs.modulus; ValueError naming it otherwise."""
+    curve = curve_of_prime(cs.modulus)
+    if curve is None or curve.r != cs.modulus:
+        raise ValueError(f"spmv: {cs.name} is over a field of modulus {cs.modulus:#x}, no supported curve's r")
+    return curve.name
 
 
 def layout_bytes(m: Matrix) -> tuple[int, int]:
@@ -92,27 +106,30 @@ def layout_bytes(m: Matrix) -> tuple[int, int]:
 
 
 class DeviceCsr:
-    """A CsrMatrix in VRAM in the kernel's layout (see the module docstring)."""
+    """A CsrMatrix in VRAM in the kernel's layout (see the module docstring), over ``curve``'s Fr."""
 
-    def __init__(self, indptr, entries, table_mont, n_rows: int, n_cols: int):
+    def __init__(self, indptr, entries, table_mont, n_rows: int, n_cols: int, curve: str = DEFAULT_CURVE):
         self.indptr, self.entries, self.table = indptr, entries, table_mont
         self.n_rows, self.n_cols = n_rows, n_cols
+        self.curve = curve
 
     @classmethod
-    def upload(cls, m: Matrix) -> DeviceCsr:
+    def upload(cls, m: Matrix, curve: str = DEFAULT_CURVE) -> DeviceCsr:
+        """m in VRAM, its coefficients checked below the r of ``curve`` (a cuzk_ray.curves name)."""
         cp = require_cupy()
+        r = curve_named(curve).r
         if isinstance(m, CodedCsr):  # the stored layout: only its (small) table is checked
             indptr, entries, table = csr_layout(m, cp)
-            table = check_fr_array(cp.ascontiguousarray(table), "constraint coefficients")
+            table = check_fr_array(cp.ascontiguousarray(table), "constraint coefficients", modulus=r)
             if m.nnz and int(entries[:, 1].max()) >= table.shape[0]:
                 raise ValueError(f"constraint matrix: a coefficient code >= the table's {table.shape[0]} rows")
         else:
             data = check_fr_array(cp.asarray(np.ascontiguousarray(m.data).reshape(-1, FR_LIMBS)),
-                                  "constraint coefficients")
-            indptr, entries, table = csr_layout(m, cp, data)
+                                  "constraint coefficients", modulus=r)
+            indptr, entries, table = csr_layout(m, cp, data, r)
             del data
-        launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])))
-        return cls(indptr, entries, table, m.n_rows, m.n_cols)
+        launch("fr_to_mont", table.shape[0], (table, np.uint64(table.shape[0])), curve)
+        return cls(indptr, entries, table, m.n_rows, m.n_cols, curve)
 
     @property
     def nbytes(self) -> int:
@@ -122,7 +139,7 @@ class DeviceCsr:
         """M'^T (see transpose_layout) sharing this matrix's table."""
         cp = require_cupy()
         indptr, entries = transpose_layout(self.indptr, self.entries, self.n_rows, self.n_cols, extra_rows, cp)
-        return DeviceCsr(indptr, entries, self.table, self.n_cols, self.n_rows + extra_rows)
+        return DeviceCsr(indptr, entries, self.table, self.n_cols, self.n_rows + extra_rows, self.curve)
 
     def matvec_into(self, out, x, copy_rows: int = 0, fast: bool | None = None) -> None:
         """out[i] = (M x)_i for i < n_rows, x[i - n_rows] for the next copy_rows, 0 up to len(out).
@@ -135,7 +152,7 @@ class DeviceCsr:
                              f"{self.n_rows} x {self.n_cols} matrix (+{copy_rows} copied rows)")
         fast = FAST if fast is None else fast
         launch("spmv_csr", n, (out, self.indptr, self.entries, self.table, x, np.uint64(self.n_rows),
-                                np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)))
+                                np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)), self.curve)
 
 
 # c = a * b on the device for every circuit, a stored C neither uploaded nor multiplied: for a
@@ -149,15 +166,17 @@ C_FROM_AB = True
 
 
 class DeviceConstraintSystem:
-    """A, B (and C when stored and c_from_ab is False) of a constraint system resident in VRAM."""
+    """A, B (and C when stored and c_from_ab is False) of a constraint system resident in VRAM,
+    over the curve whose r is cs.modulus (``curve``, ``r``)."""
 
     def __init__(self, cs: ConstraintSystem, c_from_ab: bool | None = None):
         self.cs = cs
         self.n_wires, self.n_public, self.m = cs.n_wires, cs.n_public, cs.n_constraints
         self.domain = domain_size(self.m, self.n_public)
-        self.A = DeviceCsr.upload(cs.A)
-        self.B = DeviceCsr.upload(cs.B)
-        self.C = None if cs.C is None or _c_from_ab(c_from_ab) else DeviceCsr.upload(cs.C)
+        self.curve, self.r = curve_of_system(cs), cs.modulus
+        self.A = DeviceCsr.upload(cs.A, self.curve)
+        self.B = DeviceCsr.upload(cs.B, self.curve)
+        self.C = None if cs.C is None or _c_from_ab(c_from_ab) else DeviceCsr.upload(cs.C, self.curve)
 
     @staticmethod
     def estimate_bytes(cs: ConstraintSystem, c_from_ab: bool | None = None) -> tuple[int, int]:
@@ -181,12 +200,14 @@ def _c_from_ab(c_from_ab: bool | None) -> bool:
     return C_FROM_AB if c_from_ab is None else c_from_ab
 
 
+
 def device_witness(dcs: DeviceConstraintSystem, witness) -> FrVector:
     """The witness as an FrVector on the device: an FrVector as it is (uploaded if on the host), a
-    raw numpy or cupy uint64[n_wires, 4] range-checked (a cupy input is used in place)."""
+    raw numpy or cupy uint64[n_wires, 4] range-checked below the circuit's r (a cupy input is
+    used in place)."""
     if isinstance(witness, np.ndarray):
         witness = np.ascontiguousarray(witness)
-    w = check_fr(witness, "witness")
+    w = check_fr(witness, "witness", dcs.r)
     if len(w) != dcs.n_wires:
         raise ValueError(f"witness has {len(w)} values, the circuit has {dcs.n_wires} wires")
     return w
@@ -204,6 +225,7 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None,
     if c_over_r and dcs.C is not None:
         raise ValueError("evaluate_abc: c_over_r needs c = a * b, but C is on the device (c_from_ab=False)")
     h_device_function(qap)  # an unknown convention is named before any work
+    check_qap_curve(qap, dcs.curve)
     cp = require_cupy()
     w = device_witness(dcs, witness).limbs
     n = dcs.domain if qap == "snarkjs" else bellperson_domain(dcs.m).n
@@ -213,8 +235,16 @@ def evaluate_abc(dcs: DeviceConstraintSystem, witness, fast: bool | None = None,
     if dcs.C is not None:
         dcs.C.matvec_into(abc[2], w, fast=fast)
     else:
-        launch("fr_mul_mont" if c_over_r else "fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)))
+        launch("fr_mul_mont" if c_over_r else "fr_mul_std", n, (abc[2], abc[0], abc[1], np.uint64(n)),
+               dcs.curve)
     return abc
+
+
+def check_qap_curve(qap: str, curve: str) -> None:
+    """ValueError in one line for bellperson's H over another curve than BLS12-381 (Filecoin's)."""
+    if qap == "bellperson" and curve != BLS12_381.name:
+        raise ValueError(f"backend=cuda: bellperson's H (Filecoin's QAP) is BLS12-381's only; this circuit is "
+                         f"over {curve}")
 
 
 def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | None = None, qap: str = "snarkjs"):
@@ -224,4 +254,6 @@ def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | 
     (one product fewer per row, the R folded into c's scaling)."""
     c_over_r = dcs.C is None
     abc = evaluate_abc(dcs, witness, c_over_r=c_over_r, qap=qap)
+    if domain is None and dcs.curve != DEFAULT_CURVE:  # None is BLS12-381's domain of that size
+        domain = Domain.of(abc.shape[1], "snarkjs", dcs.curve)
     return h_device_function(qap)(abc, domain, c_over_r=c_over_r)

@@ -91,7 +91,8 @@ class ProverWorker:
         with self.backend.account() as gpu:
             # once; every device stage reads it there (no device: the witness as it is, untimed)
             with times.stage("upload") if gpu is not None else nullcontext():
-                witness = self.backend.stage(part.witness)  # compact or full: trusted, not checked again
+                # compact or full: trusted, not checked again (a raw array: below the key's r)
+                witness = self.backend.stage(part.witness, modulus=pk.curve.r)
             proof = prove(pk, cs, witness, r, s, self.backend, times)
         if gpu is not None:
             times["gpu"] = gpu.seconds  # this partition's kernel time (device synchronized)

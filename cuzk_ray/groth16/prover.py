@@ -23,6 +23,7 @@ import secrets
 
 from ..backends import check_backend_curve
 from ..curve_groups import groups_for
+from ..curves import BLS12_381
 from ..domain import domain_size
 from ..field import R_MOD, FrVector, as_fr_limbs, fr_to_limbs
 from ..r1cs import ConstraintSystem
@@ -55,12 +56,13 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
     if cs.n_wires != pk.n_wires or h_points != pk.domain_size:
         raise ValueError(f"prover: {cs.name} ({cs.n_wires} wires, {cs.n_constraints} constraints: {h_points} "
                          f"{pk.qap} H points) does not match the key ({pk.n_wires} wires, {pk.domain_size} H points)")
-    witness = backend.stage(witness)  # once: a cuda backend uploads (and checks a raw array) here
+    # once: a cuda backend uploads (and checks a raw array below the key's r) here
+    witness = backend.stage(witness, modulus=pk.curve.r)
     early = None
     if getattr(backend, "msm_before_h", False):
         # the MSMs over the witness (all but H's) start now, on the backend's threads, while this
         # thread evaluates a, b, c and H: the CPU's cores stay busy through H's serial parts
-        early = submit_witness_msms(pk, _scalars(backend, witness), backend, times)
+        early = submit_witness_msms(pk, _scalars(backend, witness, pk.curve.r), backend, times)
     if bellperson:  # only then the keyword: a backend that predates it computes the snarkjs H alone
         h = backend.compute_h_from_witness(cs, witness, times, qap="bellperson")
     else:
@@ -71,7 +73,10 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness, r: int, s: int, backend
 
 def check_backend_qap(pk: ProvingKey, backend) -> None:
     """ValueError (one line) when the backend cannot compute H in the key's convention: a backend
-    lists the conventions it computes in ``qaps``."""
+    lists the conventions it computes in ``qaps``; bellperson's H is BLS12-381's (Filecoin's) only."""
+    if pk.qap == "bellperson" and pk.curve is not BLS12_381:
+        raise ValueError(f"backend={backend.name}: bellperson's H (Filecoin's QAP) is BLS12-381's only; this key "
+                         f"is over {pk.curve.name}")
     if pk.qap not in backend.qaps:
         raise ValueError(f"backend={backend.name}: this key needs {pk.qap}'s H, which the {backend.name} "
                          f"backend does not compute ({', '.join(backend.qaps)} only)")
@@ -104,10 +109,11 @@ def prove_from_abc(pk: ProvingKey, a, b, c, witness, r: int, s: int, backend, ti
     return prove_from_h(pk, h, witness, r, s, backend, times)
 
 
-def _scalars(backend, x):
-    """x where the backend's MSMs read it: staged (a no-op for an FrVector already there); an
-    FrVector or a device array as it is, anything else as standard-form limbs."""
-    x = backend.stage(x)
+def _scalars(backend, x, modulus: int = R_MOD):
+    """x where the backend's MSMs read it: staged (a no-op for an FrVector already there; raw
+    values checked below ``modulus``, the key's r, on the cuda backend); an FrVector or a device
+    array as it is, anything else as standard-form limbs."""
+    x = backend.stage(x, modulus=modulus)
     if isinstance(x, FrVector) or hasattr(x, "__cuda_array_interface__"):
         return x  # device arrays stay on the device: every MSM of the cuda backend reads them there
     return as_fr_limbs(x)
@@ -162,8 +168,8 @@ def prove_from_h(pk: ProvingKey, h, witness, r: int, s: int, backend, times: Sta
     """The MSMs and the assembly from h and the witness; ``early``: submit_witness_msms's futures
     when the witness MSMs were started already (prove does, on a backend with msm_before_h)."""
     times = StageTimes() if times is None else times
-    w = _scalars(backend, witness)
-    h = _scalars(backend, h)
+    w = _scalars(backend, witness, pk.curve.r)
+    h = _scalars(backend, h, pk.curve.r)
     if len(h) != pk.domain_size:
         raise ValueError(f"prover: h has {len(h)} values, the key's domain is {pk.domain_size}")
     jobs = dict(early) if early is not None else submit_witness_msms(pk, w, backend, times)
