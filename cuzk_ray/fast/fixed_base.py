@@ -16,8 +16,9 @@ Method (signed fixed windows of C bits, NW = ceil(256 / C) windows, H = 2^(C-1))
   per point for 1/ZZZ, 2S + 3M for 1/ZZ, x and y) and out of Montgomery form (2M per coordinate).
 Costs (C = 16: NW = 16): G1 ~16 madds = ~160 Fp products a scalar, G2 ~16 madds of Fp2 (3 Fp
 products an Fp2 product: ~450); tables 2^15 * 16 points: G1 48 MiB (96 bytes a point), G2 96 MiB
-(192 bytes), ~1 s / ~3 s to make, once a process. Measured on the 2-core dev box (shared): G1
-~12 us a point a core, G2 ~34 us (the py-arkworks reference: ~100 us / ~300 us); C = 12 was ~15 %
+(192 bytes), ~1 s / ~2 s to make, once a process. Measured on the 2-core dev box (shared), two
+threads: G1 ~159,000 points/s, G2 ~58,500 (~12 / ~34 us a point a core); the py-arkworks
+reference on two processes: ~20,000 / ~9,300 (~7.9x / ~6.3x slower). C = 12 was ~15 %
 slower (22 windows; its 4 MiB table misses the caches less, not enough to pay for 6 more additions).
 The kernels release the GIL: the scalars are cut in parts that threads run on every core.
 """
