@@ -91,7 +91,7 @@ def summarize(batch, proofs: int, n_devices: int | None, warmup: int = 0) -> dic
 
 STAGE_COLORS = {"synthesis": "#999999", "upload": "#bcbd22", "abc": "#8c564b", "h": "#1f77b4", "msm_a": "#2ca02c",
                 "msm_b_g1": "#98df8a", "msm_b_g2": "#d62728", "msm_b_g2_hi": "#ff9896", "msm_l": "#ff7f0e",
-                "msm_h": "#9467bd", "assemble": "#17becf", "gather": "#e377c2"}
+                "msm_h": "#9467bd", "msm_h_hi": "#c5b0d5", "assemble": "#17becf", "gather": "#e377c2"}
 
 
 def partition_records(batch) -> list[dict]:

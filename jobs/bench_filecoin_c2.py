@@ -21,8 +21,8 @@ end a table, and the figures as JSON at --out.
 
 s/proof (steady state) = (last proof's finish - first proof's finish) / (N - 1): the first proof
 warms the pipeline (cuzk_ray.bench.steady_window). Not a test. The real 2 KiB circuit (2.69M
-constraints, domain 2^22) needs ~10M G1 points of key: ~20 min of the CPU setup on two cores, a
-minute on the GPU.
+constraints, domain 2^22) needs ~10M G1 points of key: ~2 min of the CPU setup on two cores
+(fast/fixed_base.py), a minute on the GPU; CI proves it (tests/test_filecoin_c2_real.py).
 """
 
 from __future__ import annotations

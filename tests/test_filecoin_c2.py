@@ -4,8 +4,8 @@ filecoin verify`` accepts, and that fails with another comm_r or a tampered proo
 
 The partition circuit here is the ``inputs`` stand-in (circuit/inputs_standin.py: the real
 partition's 39 public inputs and its comm_r = Poseidon2(comm_c, comm_r_last) check, ~400
-constraints): the real 2 KiB circuit (2.69M constraints) needs a development key of ~10M points,
-~20 minutes of this machine's CPU setup, so it runs as a benchmark (jobs/bench_filecoin_c2.py).
+constraints), for the command's many paths; the real 2 KiB circuit (2.69M constraints, a
+development key of ~10M points) is proved once, end to end, in tests/test_filecoin_c2_real.py.
 The public inputs the verifier uses are derived from the sector's data by part 1's code
 (``porep_public_inputs``), not taken from the prover.
 """

@@ -33,7 +33,8 @@ class DeviceTime:
 class Backend(Protocol):
     name: str  # "cpu" | "cuda"
     qaps: tuple[str, ...]  # the H conventions compute_h_from_witness computes ("snarkjs", "bellperson")
-    split_g2: bool  # the prover cuts the G2 MSM in two halves (two CPU threads share it)
+    split_g2: bool  # the prover cuts the G2 MSM and H's in two halves (two CPU threads share each;
+    # msm_g1 and msm_g2 then take a start: where the half's bases begin)
     # optional msm_before_h (bool, False when absent): the prover submits the witness's MSMs before
     # it asks for H (groth16.prover.submit_witness_msms; the CPU backend sets it)
 

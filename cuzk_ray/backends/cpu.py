@@ -181,8 +181,9 @@ class CpuBackend:
             return FrVector(np.take(np.asarray(scalars.limbs), idx, axis=0))
         return np.take(as_fr_limbs(scalars), idx, axis=0)
 
-    def msm_g1(self, key: ResidentKey, query: str, scalars):
-        return key.groups.msm_g1(key.queries[query], scalars)
+    def msm_g1(self, key: ResidentKey, query: str, scalars, start: int | None = None):
+        """sum_i scalars[i] * query[start + i] in G1 (start: a slice of the bases, as msm_g2)."""
+        return key.groups.msm_g1(key.queries[query], scalars, start)
 
     def msm_g2(self, key: ResidentKey, query: str, scalars, start: int | None = None):
         """sum_i scalars[i] * query[start + i] in G2 (a slice of the bases: MSMs split in parts)."""

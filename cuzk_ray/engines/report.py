@@ -8,7 +8,7 @@ from .admission import format_bytes
 from .types import BatchResult, PartitionResult
 
 STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
-          "assemble", "gpu", "prove_total", "verify"]
+          "msm_h_hi", "assemble", "gpu", "prove_total", "verify"]
 
 # What each stage is, in the words of docs/ARCHITECTURE.md (the table's legend column).
 LEGEND = {
@@ -22,7 +22,8 @@ LEGEND = {
     "msm_b_g2": "MSM in G2 over the B query (pi_b); CPU: its first half",
     "msm_b_g2_hi": "CPU: the second half of the G2 MSM, on the other thread",
     "msm_l": "MSM in G1 over the private wires' L query (pi_c)",
-    "msm_h": "MSM in G1 over the H query with h (pi_c)",
+    "msm_h": "MSM in G1 over the H query with h (pi_c); CPU, from 2^16: its first half",
+    "msm_h_hi": "CPU: the second half of the H MSM, on the other thread",
     "assemble": "pi_a, pi_b, pi_c from the MSMs and random r, s",
     "gpu": "GPU busy seconds of the partition (kernels only)",
     "prove_total": "the partition on its prover: every stage above but synthesis",

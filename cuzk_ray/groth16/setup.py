@@ -20,7 +20,6 @@ from ..domain import domain_size
 from ..field import R_MOD, FrVector, fr_to_limbs
 from ..r1cs import ConstraintSystem, CsrMatrix
 from ..ref import bellperson_qap
-from ..ref.msm import fixed_base_mul_array
 from ..ref.qap import h_query_scalars, lagrange_at
 from .keys import WIRE_INDEX_DTYPE, ProvingKey
 
@@ -81,9 +80,12 @@ def setup_scalars_cpu(cs: ConstraintSystem, tau: int, alpha: int, beta: int, gam
 
 
 def fixed_base_function(device: str):
-    """(group, uint64[k, 4] scalars) -> point array: fixed_base_mul_array (every CPU core) or,
-    for "cuda", cuda.fixed_base.fixed_base_mul_gpu (bit-identical)."""
+    """(group, uint64[k, 4] scalars) -> point array: fast.fixed_base.fixed_base_mul_array (numba,
+    every CPU core) or, for "cuda", cuda.fixed_base.fixed_base_mul_gpu; both bit-identical to the
+    reference ref.msm.fixed_base_mul_array (py-arkworks, ~10x slower: the tests' oracle)."""
     if device == "cpu":
+        from ..fast.fixed_base import fixed_base_mul_array
+
         return fixed_base_mul_array
     if device == "cuda":
         from ..cuda.fixed_base import fixed_base_mul_gpu
@@ -166,7 +168,7 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
     (the default) a_query and b_g1/b_g2_query hold points only for the wires of wire_density (as
     bellperson and Filecoin's parameters store them), plus the arrays a_wires and b_wires.
     ``chunk``: points per fixed-base call (default STREAM_CHUNK on the GPU; on the CPU one call
-    per query, each of which starts a process pool). ``qap``: the H convention of the key (one of
+    per query, on threads over every core). ``qap``: the H convention of the key (one of
     QAP_CONVENTIONS; on the cuda backend both conventions' scalars are computed on the GPU).
     Returns the key's meta (seed, timings, qap)."""
     from ..backends import resolve_backend_name
