@@ -9,7 +9,9 @@ constraints + 2 public signals = 63).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from cuzk_ray.backends import check_backend_curve
 from cuzk_ray.curves import BLS12_381, BN254
 from cuzk_ray.domain import Domain
 from cuzk_ray.formats.snarkjs import read_r1cs, read_wtns, read_zkey
-from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key
+from cuzk_ray.formats.snarkjs_json import read_proof, read_public, read_verification_key, verification_key_json
 from cuzk_ray.groth16.keys import Proof
 from cuzk_ray.groth16.verifier import verify
 from cuzk_ray.r1cs import UnsatisfiedConstraint
@@ -96,6 +98,29 @@ def test_pairing_is_bilinear_and_the_check_fails_on_unequal_products():
     assert ref.pairing_check([(pa, qb), (ref.neg(pab, ref.G1_OPS), g2)])  # e(aP, bQ) = e(abP, Q)
     assert not ref.pairing_check([(pa, qb), (ref.neg(ref.add(pab, g1, ref.G1_OPS), ref.G1_OPS), g2)])
     assert ref.in_g2(qb) and not ref.on_curve((qb[0], ref.f2_add(qb[1], (1, 0))), ref.G2_OPS)
+
+
+def test_f12_inverse_by_the_norm_matches_the_power_and_refuses_zero():
+    rng = random.Random(31)
+    for a in ([rng.randrange(ref.P) for _ in range(12)] for _ in range(4)):
+        inv = ref.f12_inv(a)
+        assert inv == ref.f12_inv_pow(a) and ref.f12_mul(a, inv) == ref.ONE12
+        assert ref.f12_mul([a[0] ^ 1] + a[1:], inv) != ref.ONE12  # negative twin: another element
+    sparse = [5] + [0] * 5 + [7] + [0] * 5  # an Fp2 element: its norm is itself
+    assert ref.f12_inv(sparse) == ref.f12_inv_pow(sparse)
+    with pytest.raises(ZeroDivisionError):
+        ref.f12_inv([0] * 12)
+
+
+def test_vk_alphabeta_is_snarkjs_s_computed_once_per_key_and_handed_out_as_a_copy():
+    vk = read_zkey(FIX / "bn254" / "bn254.zkey")[0].vk
+    want = json.loads((FIX / "bn254" / "verification_key.json").read_text())["vk_alphabeta_12"]
+    first = verification_key_json(vk)["vk_alphabeta_12"]
+    assert first == want
+    first[0][0][0] = "0"  # a caller changing its copy does not change the next answer
+    assert verification_key_json(vk)["vk_alphabeta_12"] == want
+    other = dataclasses.replace(vk, beta_g2=vk.gamma_g2)  # negative: another key, another value
+    assert verification_key_json(other)["vk_alphabeta_12"] != want
 
 
 def test_bn254_domain_uses_snarkjs_roots():

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..curve_groups import groups_for
 from ..curves import BLS12_381, curve_of_prime
-from ..domain import Domain
+from ..domain import Domain, domain_size
 from ..field import FrVector, as_fr_limbs, fr_to_limbs, fr_vector
 from ..groth16.keys import ProvingKey
 from ..ref import bellperson_qap
@@ -89,9 +89,10 @@ class CpuBackend:
             self.fast_h_min_size = float("inf")
             return
         warm_up()
-        if pk is not None and pk.curve is not BLS12_381:  # BN254: its H and MSM kernels too
-            from ..fast import bn254_msm
+        if pk is not None and pk.curve is not BLS12_381:  # BN254: its a, b, c, H and MSM kernels too
+            from ..fast import bn254_msm, spmv
 
+            spmv.warm_up(pk.curve.r)
             bn254_msm.warm_up()
             warm_up(Domain.of(16, "snarkjs", pk.curve.name))
         self.fast_h_min_size = 0
@@ -151,12 +152,24 @@ class CpuBackend:
         if qap == "bellperson":
             return self._bellperson_h(cs, witness, times)
         with times.stage("abc"):
-            a, b, c = snarkjs_qap.evaluations(cs, fr_vector(witness))
+            a, b, c = self._evaluations(cs, witness)
         with times.stage("h"):
             curve = curve_of_prime(cs.modulus)
             if curve is not BLS12_381:  # BN254: the same H over its Fr (fr_vector is BLS12-381's)
                 return FrVector(self.compute_h(a, b, c, Domain.of(len(a), "snarkjs", curve.name)))
             return FrVector(self.compute_h(a, b, c))
+
+    def _evaluations(self, cs, witness):
+        """a, b, c of the snarkjs QAP: numba's sparse products in limbs where the fast H runs (the
+        circuit's domain from fast_h_min_size), else the reference in Python ints."""
+        if domain_size(cs.n_constraints, cs.n_public) >= self.fast_h_min_size:
+            try:
+                from ..fast.spmv import evaluations  # imports numba: only when it pays
+            except ImportError as e:
+                log.warning("fast CPU a, b, c unavailable (%s); using the reference", e)
+            else:
+                return evaluations(cs, as_fr_limbs(witness))
+        return snarkjs_qap.evaluations(cs, fr_vector(witness))
 
     def _bellperson_h(self, cs, witness, times: StageTimes) -> FrVector:
         with times.stage("abc"):

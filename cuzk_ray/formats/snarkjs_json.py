@@ -8,6 +8,7 @@ the arrays' limb count (cuzk_ray.groth16.verifier.vk_curve).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -55,10 +56,18 @@ def public_json(public) -> list[str]:
     return [str(int(x)) for x in public]
 
 
+_ALPHABETA: dict[tuple, list] = {}  # (curve, alpha, beta) -> e(alpha, beta): a run writes its key's twice
+
+
 def _alphabeta(vk: VerifyingKey) -> list:
-    """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1]."""
-    g = groups_for(vk_curve(vk))
-    return g.alphabeta(g.g1_points(vk.alpha_g1)[0], g.g2_points(vk.beta_g2)[0])
+    """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1].
+    A pairing in Python ints (~0.1 s for BN254): computed once per key and process."""
+    curve = vk_curve(vk)
+    key = (curve.name, np.asarray(vk.alpha_g1).tobytes(), np.asarray(vk.beta_g2).tobytes())
+    if key not in _ALPHABETA:
+        g = groups_for(curve)
+        _ALPHABETA[key] = g.alphabeta(g.g1_points(vk.alpha_g1)[0], g.g2_points(vk.beta_g2)[0])
+    return copy.deepcopy(_ALPHABETA[key])
 
 
 def verification_key_json(vk: VerifyingKey) -> dict:

@@ -282,15 +282,32 @@ LAMBDA = ((12 * U**3 + 12 * U**2 + 6 * U + 1) + (12 * U**3 + 6 * U**2 + 4 * U) *
 
 def final_exponentiation(f) -> list:
     """f^((p^6 - 1)(p^2 + 1) LAMBDA): the reduced pairing to the fixed power snarkjs uses."""
-    g = f12_mul(f12_frobenius(f, 6), _f12_inv(f))  # f^(p^6 - 1)
+    g = f12_mul(f12_frobenius(f, 6), f12_inv(f))  # f^(p^6 - 1)
     g = f12_mul(f12_frobenius(g, 2), g)  # ^(p^2 + 1)
     return f12_pow(g, LAMBDA)
 
 
-def _f12_inv(a) -> list:
-    """a^-1 = a^(p^6) * (a^(p^6 + 1))^-1, where a^(p^6 + 1) lies in Fp6 = Fp[w^2]: its inverse
-    is found through the norm the same way (Fp6 -> Fp2 -> Fp), here simply as a power
-    (a^(p^6 + 1))^(p^6 - 2) of an element whose order divides p^6 - 1."""
+def f12_inv(a) -> list:
+    """a^-1 = a^(p^6) * n^-1 with n = a^(p^6 + 1), which lies in Fp6 = Fp[w^2] (fixed by x -> x^(p^6)).
+    n is inverted through its norm to Fp2, m = n^(1 + p^2 + p^4) (the product of its conjugates
+    over Fp2): n^-1 = n^(p^2) n^(p^4) m^-1, and m^-1 is one Fp2 inversion. ~25 Fp12 products
+    against ~2,300 for the power n^(p^6 - 2) it replaces (f12_inv_pow, kept as the test's oracle)."""
+    conj = f12_frobenius(a, 6)
+    n = f12_mul(a, conj)
+    n2 = f12_frobenius(n, 2)
+    n4 = f12_frobenius(n2, 2)
+    n24 = f12_mul(n2, n4)
+    m = f12_mul(n, n24)  # in Fp2: c0 + c1 i = (c0 - 9 c1) + c1 w^6 (i = w^6 - 9)
+    if any(m[k] for k in range(12) if k not in (0, 6)) or not (m[0] or m[6]):
+        raise ZeroDivisionError("Fp12 inverse of zero (or a norm outside Fp2: not a field element)")
+    m_inv = [0] * 12
+    for k, v in f12_from_f2(f2_inv(((m[0] + 9 * m[6]) % P, m[6])), 0).items():
+        m_inv[k] = v
+    return f12_mul(conj, f12_mul(n24, m_inv))
+
+
+def f12_inv_pow(a) -> list:
+    """a^-1 as a^(p^6) * (a^(p^6 + 1))^(p^6 - 2): slow and plainly right (the oracle for f12_inv)."""
     conj = f12_frobenius(a, 6)
     n = f12_mul(a, conj)  # in Fp6: a power p^6 - 2 inverts it
     return f12_mul(conj, f12_pow(n, P**6 - 2))
