@@ -546,8 +546,8 @@ def test_fold_wrong_table_gives_other_h(rng, monkeypatch):
     want = cuda.compute_h_device(abc.copy())
     monkeypatch.setattr(cuda, "FOLD_SCALE", True)
 
-    def tampered(g, log_n, k, factors):
-        return real(g, log_n, k, (factors[0], factors[1] * 2 % R_MOD) + tuple(factors[2:]))
+    def tampered(g, log_n, k, factors, *modulus):
+        return real(g, log_n, k, (factors[0], factors[1] * 2 % R_MOD) + tuple(factors[2:]), *modulus)
 
     NTT_TABLES.clear()  # the fold tables are cached per (device, g, log_n, k, factors)
     monkeypatch.setattr(cuda, "fold_tables", tampered)

@@ -397,7 +397,7 @@ def test_bases_in_montgomery_form_reused(table):
     assert point(cuda_msm.msm_g1(sub, fr_to_limbs(sc))) == expected(table[0], ks[100:1100], sc)
     with pytest.raises(ValueError, match="2500 bases for 7 scalars"):
         cuda_msm.msm_g1(bases, fr_to_limbs([1] * 7))
-    with pytest.raises(ValueError, match="prepared for g1"):
+    with pytest.raises(ValueError, match="bases prepared for bls12381 g1, not bls12381 g2"):
         cuda_msm.msm_g2(bases, fr_to_limbs([1] * n))
     with pytest.raises(ValueError, match="use_table without a table"):
         cuda_msm.msm_g1(bases, fr_to_limbs([2] * n), use_table=True)

@@ -862,7 +862,7 @@ def msm_parts(g: Group, points, scalars, window: int | str | WindowPlan | None =
     if isinstance(points, Bases):
         if (points.group.name, points.group.curve) != (g.name, g.curve):
             raise ValueError(f"msm_{g.name}: bases prepared for {points.group.curve} {points.group.name}, "
-                             f"not {g.curve}")
+                             f"not {g.curve} {g.name}")
         if points.n != n:
             raise ValueError(f"msm_{g.name} points: {points.n} bases for {n} scalars")
         bases = points
