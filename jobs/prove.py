@@ -16,6 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
+from cuzk_ray import process_exit  # noqa: E402
+
+# first: its exit handler must run after every other one (the interpreter's teardown is skipped)
+process_exit.install()
+
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
@@ -66,7 +71,11 @@ if __name__ == "__main__":
     except Exception as _e:  # noqa: BLE001  one line, exit 2 (OutputError, ValueError)
         sys.exit(exit_with_error(_e))
     try:
-        main()
-    except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
-        print("interrupted: before any proof was written", file=sys.stderr)
-        sys.exit(130)
+        try:
+            main()
+        except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
+            print("interrupted: before any proof was written", file=sys.stderr)
+            sys.exit(130)
+    except SystemExit as _exit:  # how the job ended: its exit handlers run, then no teardown (~0.25 s)
+        process_exit.exit_code(_exit.code)
+        raise
