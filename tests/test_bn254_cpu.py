@@ -123,6 +123,41 @@ def test_vk_alphabeta_is_snarkjs_s_computed_once_per_key_and_handed_out_as_a_cop
     assert verification_key_json(other)["vk_alphabeta_12"] != want
 
 
+def test_vk_alphabeta_is_stored_with_the_converted_zkey_and_a_damaged_copy_is_recomputed(tmp_path, monkeypatch):
+    from cuzk_ray import curve_bn254
+    from cuzk_ray.formats import snarkjs_json, zkey_cache
+
+    zkey = FIX / "bn254" / "bn254.zkey"
+    want = json.loads((FIX / "bn254" / "verification_key.json").read_text())["vk_alphabeta_12"]
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)  # a miss: converted, e(alpha, beta) stored beside
+    (entry,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((entry / zkey_cache.ALPHABETA).read_text()) == want
+    monkeypatch.setattr(snarkjs_json, "_ALPHABETA", {})  # a new process: nothing computed yet
+    pairings = []
+    tower = curve_bn254.alphabeta_tower
+    monkeypatch.setattr(curve_bn254, "alphabeta_tower", lambda a, b: pairings.append(1) or tower(a, b))
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)  # a hit: the stored value, no pairing
+    assert verification_key_json(pk.vk)["vk_alphabeta_12"] == want and not pairings
+    # negative twin: a damaged file is not taken; the value is computed (a pairing) and stored again
+    (entry / zkey_cache.ALPHABETA).write_text('[["1", "2"]]')
+    monkeypatch.setattr(snarkjs_json, "_ALPHABETA", {})
+    assert not snarkjs_json.remember_alphabeta(pk.vk, [["1", "2"]])
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)
+    assert pairings and verification_key_json(pk.vk)["vk_alphabeta_12"] == want
+    assert json.loads((entry / zkey_cache.ALPHABETA).read_text()) == want
+
+
+def test_point_times_int_in_xyzz_is_the_affine_ladder_s():
+    from cuzk_ray.curve_bn254 import mul_xyzz
+
+    rng = random.Random(7)
+    for ops, g in ((ref.G1_OPS, ref.G1_GEN), (ref.G2_OPS, ref.G2_GEN)):
+        for k in [0, 1, 2, 3, ref.R - 1, ref.R, ref.R + 5] + [rng.randrange(ref.R) for _ in range(3)]:
+            assert mul_xyzz(g, k, ops) == ref.mul(g, k, ops)
+        assert mul_xyzz(None, 5, ops) is None
+        assert mul_xyzz(g, 5, ops) != ref.mul(g, 6, ops)  # negative twin: another multiple
+
+
 def test_bn254_domain_uses_snarkjs_roots():
     d = Domain(64, "snarkjs", "bn254")
     # ffjavascript's Fr.w[28] for bn128: 5^((r - 1) / 2^28)
