@@ -186,8 +186,10 @@ def _msm(bases, scalars, start: int | None, ops) -> Bn254Point:
     elif start < 0 or start + len(scalars) > len(bases):
         raise ValueError(f"MSM: {len(scalars)} scalars from base {start} but {len(bases)} bases")
     ks = scalar_ints(scalars)
-    pts = [bases[start + i].pt for i in range(len(ks))]
-    return Bn254Point(ref.msm(pts, ks, ops), ops)
+    acc = None  # ref.msm's sum, each product by the XYZZ ladder (the verifier's public inputs)
+    for i, k in enumerate(ks):
+        acc = ref.add(acc, mul_xyzz(bases[start + i].pt, k, ops), ops)
+    return Bn254Point(acc, ops)
 
 
 def msm_g1(bases, scalars, start: int | None = None) -> Bn254Point:

@@ -158,6 +158,27 @@ def test_point_times_int_in_xyzz_is_the_affine_ladder_s():
         assert mul_xyzz(g, 5, ops) != ref.mul(g, 6, ops)  # negative twin: another multiple
 
 
+def test_hard_part_in_the_cyclotomic_subgroup_is_the_plain_power_by_hard():
+    rng = random.Random(5)
+    for _ in range(2):
+        f = [rng.randrange(ref.P) for _ in range(12)]
+        m = ref.f12_mul(ref.f12_frobenius(f, 6), ref.f12_inv(f))
+        m = ref.f12_mul(ref.f12_frobenius(m, 2), m)  # the easy part: cyclotomic
+        assert ref.cyclotomic_pow_hard(m) == ref.f12_pow(m, ref.HARD)
+        # negative twin: outside the subgroup (m^(p^6) is not m's inverse) the shortcut is wrong
+        assert ref.cyclotomic_pow_hard(f) != ref.f12_pow(f, ref.HARD)
+
+
+def test_point_lists_sum_by_the_xyzz_ladder_as_the_reference_msm():
+    from cuzk_ray.curve_bn254 import Bn254Point, msm_g1
+
+    pts = [ref.mul(ref.G1_GEN, k, ref.G1_OPS) for k in (3, 5, 7)]
+    bases = [Bn254Point(pt, ref.G1_OPS) for pt in pts]
+    ks = [11, ref.R - 2, 0]
+    assert msm_g1(bases, ks).pt == ref.msm(pts, ks, ref.G1_OPS)
+    assert msm_g1(bases, [11, 2, 0]).pt != ref.msm(pts, ks, ref.G1_OPS)  # negative twin
+
+
 def test_bn254_domain_uses_snarkjs_roots():
     d = Domain(64, "snarkjs", "bn254")
     # ffjavascript's Fr.w[28] for bn128: 5^((r - 1) / 2^28)
