@@ -29,7 +29,10 @@ from cuzk_ray.config import register  # noqa: E402
 register()
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+CONFIG_PATH, CONFIG_NAME = "../conf", "config"
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name=CONFIG_NAME)
 def main(cfg: DictConfig) -> None:
     from cuzk_ray.console import Console
     from cuzk_ray.errors import exit_with_error
@@ -57,6 +60,7 @@ if __name__ == "__main__":
     import os
 
     from cuzk_ray.errors import exit_with_error
+    from cuzk_ray.hydra_app import run_app
     from cuzk_ray.job import precheck_argv
 
     # Nothing this job writes is group- or world-writable whatever the umask: Hydra's .hydra/ and
@@ -72,7 +76,8 @@ if __name__ == "__main__":
         sys.exit(exit_with_error(_e))
     try:
         try:
-            main()
+            # hydra.main's run, less its compose that only reads hydra.mode (cuzk_ray/hydra_app.py)
+            run_app(main, CONFIG_PATH, CONFIG_NAME, sys.argv[1:])
         except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
             print("interrupted: before any proof was written", file=sys.stderr)
             sys.exit(130)
