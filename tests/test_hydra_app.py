@@ -22,9 +22,9 @@ def test_plain_run_is_overrides_only():
 
 
 def prove(out: Path, cache: Path, *extra: str) -> dict[str, str]:
-    subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit=snarkjs",
-                    f"circuit.zkey={FIX / 'bn_k10.zkey'}", f"circuit.witness=[{FIX / 'witness_1.wtns'}]", f"output_dir={out}", "engine=local",
-                    f"cache_dir={cache}", *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
+    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit=snarkjs", f"circuit.zkey={FIX / 'bn_k10.zkey'}",
+           f"circuit.witness=[{FIX / 'witness_1.wtns'}]", f"output_dir={out}", "engine=local", f"cache_dir={cache}"]
+    subprocess.run([*cmd, *extra], cwd=ROOT, check=True, capture_output=True, timeout=600)
     return {p.name: p.read_text().replace(str(out), "OUT") for p in sorted((out / ".hydra").iterdir())}
 
 
