@@ -107,10 +107,18 @@ class BenchConf(ProveConf):
     sample_s: float = 0.25  # host memory sampling period
 
 
+SCHEMAS = {"prove_schema": ProveConf, "bench_schema": BenchConf}
+
+
 def register() -> None:
+    """Put the job schemas into Hydra's ConfigStore, once per store: storing converts each
+    dataclass with OmegaConf.structured (~15 ms a schema), and a prove command calls this twice
+    (jobs/prove.py's import, precheck_argv's compose)."""
     cs = ConfigStore.instance()
-    cs.store(name="prove_schema", node=ProveConf)
-    cs.store(name="bench_schema", node=BenchConf)
+    stored = set(cs.list("/"))
+    for name, node in SCHEMAS.items():
+        if f"{name}.yaml" not in stored:
+            cs.store(name=name, node=node)
 
 
 def check_job_values(cfg: dict) -> None:

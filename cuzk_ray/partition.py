@@ -16,12 +16,15 @@ object store)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from .field import FR_BYTES, FR_LIMBS, FrVector
 from .witness import CompactWitness, Witness
+
+if TYPE_CHECKING:  # pyarrow is imported where a batch is made or read (~17 ms): a local prove never does
+    import pyarrow as pa
 
 
 @dataclass
@@ -41,11 +44,15 @@ class Partition:
 
 
 def _column(limbs: np.ndarray) -> pa.Array:
+    import pyarrow as pa
+
     limbs = np.ascontiguousarray(limbs, dtype="<u8").reshape(-1, FR_LIMBS)
     return pa.FixedSizeBinaryArray.from_buffers(pa.binary(FR_BYTES), len(limbs), [None, pa.py_buffer(limbs)])
 
 
 def _limbs(col: pa.Array) -> np.ndarray:
+    import pyarrow as pa
+
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     buf = col.buffers()[1]
@@ -55,12 +62,16 @@ def _limbs(col: pa.Array) -> np.ndarray:
 
 def _binary(data: np.ndarray) -> pa.Array:
     """One large_binary value over ``data``'s memory (no copy)."""
+    import pyarrow as pa
+
     offsets = np.array([0, data.nbytes], dtype=np.int64)
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _binary_view(col: pa.Array) -> np.ndarray:
     """The first value of a large_binary column as a uint8 view of its buffer."""
+    import pyarrow as pa
+
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     lo, hi = np.frombuffer(col.buffers()[1], dtype=np.int64, count=2, offset=8 * col.offset)
@@ -68,12 +79,16 @@ def _binary_view(col: pa.Array) -> np.ndarray:
 
 
 def _compact_arrays(w: CompactWitness) -> list[pa.Array]:
+    import pyarrow as pa
+
     values = pa.LargeListArray.from_arrays(pa.array([0, w.n_full], type=pa.int64()), _column(w.values))
     return [_binary(w.full), _binary(w.bits), values]
 
 
 def to_record_batch(p: Partition) -> pa.RecordBatch:
     """Zero-copy: the batch's buffers are the witness's memory (either form; see the module docstring)."""
+    import pyarrow as pa
+
     meta = {"proof_id": p.proof_id, "partition": str(p.partition), "circuit_id": p.circuit_id,
             "n_wires": str(len(p.witness))}
     meta.update({k: str(v) for k, v in p.extra.items()})

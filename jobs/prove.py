@@ -16,6 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout too
 
+from cuzk_ray import process_exit  # noqa: E402
+
+# first: its exit handler must run after every other one (the interpreter's teardown is skipped)
+process_exit.install()
+
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
@@ -24,7 +29,10 @@ from cuzk_ray.config import register  # noqa: E402
 register()
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+CONFIG_PATH, CONFIG_NAME = "../conf", "config"
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_PATH, config_name=CONFIG_NAME)
 def main(cfg: DictConfig) -> None:
     from cuzk_ray.console import Console
     from cuzk_ray.errors import exit_with_error
@@ -52,6 +60,7 @@ if __name__ == "__main__":
     import os
 
     from cuzk_ray.errors import exit_with_error
+    from cuzk_ray.hydra_app import run_app
     from cuzk_ray.job import precheck_argv
 
     # Nothing this job writes is group- or world-writable whatever the umask: Hydra's .hydra/ and
@@ -66,7 +75,12 @@ if __name__ == "__main__":
     except Exception as _e:  # noqa: BLE001  one line, exit 2 (OutputError, ValueError)
         sys.exit(exit_with_error(_e))
     try:
-        main()
-    except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
-        print("interrupted: before any proof was written", file=sys.stderr)
-        sys.exit(130)
+        try:
+            # hydra.main's run, less its compose that only reads hydra.mode (cuzk_ray/hydra_app.py)
+            run_app(main, CONFIG_PATH, CONFIG_NAME, sys.argv[1:])
+        except KeyboardInterrupt:  # before run() took over (Hydra starting): nothing was written
+            print("interrupted: before any proof was written", file=sys.stderr)
+            sys.exit(130)
+    except SystemExit as _exit:  # how the job ended: its exit handlers run, then no teardown (~0.25 s)
+        process_exit.exit_code(_exit.code)
+        raise

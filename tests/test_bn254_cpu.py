@@ -123,6 +123,62 @@ def test_vk_alphabeta_is_snarkjs_s_computed_once_per_key_and_handed_out_as_a_cop
     assert verification_key_json(other)["vk_alphabeta_12"] != want
 
 
+def test_vk_alphabeta_is_stored_with_the_converted_zkey_and_a_damaged_copy_is_recomputed(tmp_path, monkeypatch):
+    from cuzk_ray import curve_bn254
+    from cuzk_ray.formats import snarkjs_json, zkey_cache
+
+    zkey = FIX / "bn254" / "bn254.zkey"
+    want = json.loads((FIX / "bn254" / "verification_key.json").read_text())["vk_alphabeta_12"]
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)  # a miss: converted, e(alpha, beta) stored beside
+    (entry,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert json.loads((entry / zkey_cache.ALPHABETA).read_text()) == want
+    monkeypatch.setattr(snarkjs_json, "_ALPHABETA", {})  # a new process: nothing computed yet
+    pairings = []
+    tower = curve_bn254.alphabeta_tower
+    monkeypatch.setattr(curve_bn254, "alphabeta_tower", lambda a, b: pairings.append(1) or tower(a, b))
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)  # a hit: the stored value, no pairing
+    assert verification_key_json(pk.vk)["vk_alphabeta_12"] == want and not pairings
+    # negative twin: a damaged file is not taken; the value is computed (a pairing) and stored again
+    (entry / zkey_cache.ALPHABETA).write_text('[["1", "2"]]')
+    monkeypatch.setattr(snarkjs_json, "_ALPHABETA", {})
+    assert not snarkjs_json.remember_alphabeta(pk.vk, [["1", "2"]])
+    pk, _ = zkey_cache.load_zkey_cached(zkey, tmp_path)
+    assert pairings and verification_key_json(pk.vk)["vk_alphabeta_12"] == want
+    assert json.loads((entry / zkey_cache.ALPHABETA).read_text()) == want
+
+
+def test_point_times_int_in_xyzz_is_the_affine_ladder_s():
+    from cuzk_ray.curve_bn254 import mul_xyzz
+
+    rng = random.Random(7)
+    for ops, g in ((ref.G1_OPS, ref.G1_GEN), (ref.G2_OPS, ref.G2_GEN)):
+        for k in [0, 1, 2, 3, ref.R - 1, ref.R, ref.R + 5] + [rng.randrange(ref.R) for _ in range(3)]:
+            assert mul_xyzz(g, k, ops) == ref.mul(g, k, ops)
+        assert mul_xyzz(None, 5, ops) is None
+        assert mul_xyzz(g, 5, ops) != ref.mul(g, 6, ops)  # negative twin: another multiple
+
+
+def test_hard_part_in_the_cyclotomic_subgroup_is_the_plain_power_by_hard():
+    rng = random.Random(5)
+    for _ in range(2):
+        f = [rng.randrange(ref.P) for _ in range(12)]
+        m = ref.f12_mul(ref.f12_frobenius(f, 6), ref.f12_inv(f))
+        m = ref.f12_mul(ref.f12_frobenius(m, 2), m)  # the easy part: cyclotomic
+        assert ref.cyclotomic_pow_hard(m) == ref.f12_pow(m, ref.HARD)
+        # negative twin: outside the subgroup (m^(p^6) is not m's inverse) the shortcut is wrong
+        assert ref.cyclotomic_pow_hard(f) != ref.f12_pow(f, ref.HARD)
+
+
+def test_point_lists_sum_by_the_xyzz_ladder_as_the_reference_msm():
+    from cuzk_ray.curve_bn254 import Bn254Point, msm_g1
+
+    pts = [ref.mul(ref.G1_GEN, k, ref.G1_OPS) for k in (3, 5, 7)]
+    bases = [Bn254Point(pt, ref.G1_OPS) for pt in pts]
+    ks = [11, ref.R - 2, 0]
+    assert msm_g1(bases, ks).pt == ref.msm(pts, ks, ref.G1_OPS)
+    assert msm_g1(bases, [11, 2, 0]).pt != ref.msm(pts, ks, ref.G1_OPS)  # negative twin
+
+
 def test_bn254_domain_uses_snarkjs_roots():
     d = Domain(64, "snarkjs", "bn254")
     # ffjavascript's Fr.w[28] for bn128: 5^((r - 1) / 2^28)

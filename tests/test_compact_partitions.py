@@ -131,3 +131,20 @@ def test_a_filecoin_partition_at_2_27_is_under_half_a_gib_on_the_host():
     c = PorepCircuit(constraints=1 << 27, public=327, shape="filecoin")
     assert partition_host_bytes(c, backend="cuda") <= GIB // 2
     assert c.witness_bytes() > 8 * c.partition_batch_bytes()  # the full form would be 4 GiB
+
+
+def test_pyarrow_is_imported_only_when_a_batch_is_made():
+    """The local engine's modules leave pyarrow unimported (~17 ms of a one-proof command); making
+    a record batch imports it (the twin)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "import cuzk_ray.engines.local, cuzk_ray.job, cuzk_ray.partition as p\n"
+            "from cuzk_ray.field import FrVector\n"
+            "before = 'pyarrow' in sys.modules\n"
+            "p.to_record_batch(p.Partition('x', 0, 'c', FrVector(np.zeros((2, 4), dtype=np.uint64))))\n"
+            "print(before, 'pyarrow' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert out == ["False", "True"]

@@ -86,3 +86,22 @@ def test_one_cpu_for_provers_and_synthesis_is_refused_not_a_hang(tmp_path):
     assert res.stderr.strip().splitlines()[-1] == ("error: ray: the cluster has 1 CPU(s) and the 1 CPU prover(s) "
                                                    "take 1; synthesis needs at least one more (ray.num_cpus>=2, "
                                                    "or fewer provers)")
+
+
+def test_register_stores_the_schemas_once_per_config_store(monkeypatch):
+    """A prove command calls register() twice (jobs/prove.py, precheck_argv's compose): the second
+    stores nothing. The twin: a store that lacks a schema gets it."""
+    from hydra.core.config_store import ConfigStore
+
+    from cuzk_ray.config import register
+
+    register()
+    stored = []
+    real = ConfigStore.store
+    monkeypatch.setattr(ConfigStore, "store", lambda self, **kw: stored.append(kw["name"]) or real(self, **kw))
+    register()
+    assert stored == []
+    cs = ConfigStore.instance()  # the twin: a store that lost one schema (restored after the test)
+    monkeypatch.setattr(cs, "repo", {k: v for k, v in cs.repo.items() if k != "prove_schema.yaml"})
+    register()
+    assert stored == ["prove_schema"] and "prove_schema.yaml" in cs.list("/")

@@ -59,15 +59,32 @@ def public_json(public) -> list[str]:
 _ALPHABETA: dict[tuple, list] = {}  # (curve, alpha, beta) -> e(alpha, beta): a run writes its key's twice
 
 
-def _alphabeta(vk: VerifyingKey) -> list:
+def _alphabeta_key(vk: VerifyingKey) -> tuple:
+    return vk_curve(vk).name, np.asarray(vk.alpha_g1).tobytes(), np.asarray(vk.beta_g2).tobytes()
+
+
+def vk_alphabeta(vk: VerifyingKey) -> list:
     """e(alpha, beta) in snarkjs's nesting: Fp12 = [Fp6, Fp6], Fp6 = [Fp2] * 3, Fp2 = [c0, c1].
-    A pairing in Python ints (~0.1 s for BN254): computed once per key and process."""
-    curve = vk_curve(vk)
-    key = (curve.name, np.asarray(vk.alpha_g1).tobytes(), np.asarray(vk.beta_g2).tobytes())
+    A pairing in Python ints (~0.1 s for BN254): computed once per key and process (and kept with
+    a converted zkey on disk: formats.zkey_cache hands it back through remember_alphabeta)."""
+    key = _alphabeta_key(vk)
     if key not in _ALPHABETA:
-        g = groups_for(curve)
+        g = groups_for(vk_curve(vk))
         _ALPHABETA[key] = g.alphabeta(g.g1_points(vk.alpha_g1)[0], g.g2_points(vk.beta_g2)[0])
     return copy.deepcopy(_ALPHABETA[key])
+
+
+def remember_alphabeta(vk: VerifyingKey, value) -> bool:
+    """Take ``value`` as the key's e(alpha, beta) (one stored with the key's conversion) when it
+    has snarkjs's shape, 2 x 3 x 2 decimal strings; False (nothing kept: it is computed when
+    needed) for anything else."""
+    ok = (isinstance(value, list) and len(value) == 2
+          and all(isinstance(h, list) and len(h) == 3 for h in value)
+          and all(isinstance(f, list) and len(f) == 2 and all(isinstance(v, str) and v.isdigit() for v in f)
+                  for h in value for f in h))
+    if ok:
+        _ALPHABETA[_alphabeta_key(vk)] = copy.deepcopy(value)
+    return ok
 
 
 def verification_key_json(vk: VerifyingKey) -> dict:
@@ -75,7 +92,7 @@ def verification_key_json(vk: VerifyingKey) -> dict:
         "protocol": "groth16", "curve": vk_curve(vk).snarkjs_name, "nPublic": vk.n_public,
         "vk_alpha_1": _g1_json(vk.alpha_g1), "vk_beta_2": _g2_json(vk.beta_g2),
         "vk_gamma_2": _g2_json(vk.gamma_g2), "vk_delta_2": _g2_json(vk.delta_g2),
-        "vk_alphabeta_12": _alphabeta(vk),
+        "vk_alphabeta_12": vk_alphabeta(vk),
         "IC": [_g1_json(vk.ic[i : i + 1]) for i in range(len(vk.ic))],
     }
 

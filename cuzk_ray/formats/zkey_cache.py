@@ -29,11 +29,13 @@ from ..groth16.keys import ProvingKey, VerifyingKey
 from ..r1cs import ConstraintSystem, CsrMatrix
 from .native import file_sha256
 from .snarkjs import read_zkey
+from .snarkjs_json import remember_alphabeta, vk_alphabeta
 
 CACHE_VERSION = 3  # 3: points checked; 2: stored by density, unchecked; 1: dense (both converted again)
 VK_FIELDS = ("alpha_g1", "beta_g2", "gamma_g2", "delta_g2", "ic")
 PK_FIELDS = ("beta_g1", "delta_g1") + ProvingKey.QUERIES
 CSR_FIELDS = ("indptr", "indices", "data")
+ALPHABETA = "alphabeta.json"  # e(alpha, beta) for verification_key.json: a pairing in Python ints, once per key
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ def load_zkey_cached(path, cache_dir) -> tuple[ProvingKey, ConstraintSystem]:
     if cached is not None:
         pk, cs = cached
         pk.meta.update(source=os.path.abspath(path), cache="hit")
+        load_alphabeta(entry, pk.vk)
         return pk, cs
     if os.path.isdir(entry):  # entries appear by rename, complete: this one is damaged or stale
         shutil.rmtree(entry, ignore_errors=True)
@@ -113,6 +116,8 @@ def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
                     "arrays": files}
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=1)
+        with open(os.path.join(tmp, ALPHABETA), "w") as f:
+            json.dump(vk_alphabeta(pk.vk), f)
         os.rename(tmp, entry)
     except OSError as e:
         # Another process won the race (entry exists) or the cache is unwritable: the key in
@@ -121,6 +126,28 @@ def _store_entry(entry: str, pk: ProvingKey, cs: ConstraintSystem) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         if not os.path.isdir(entry):
             log.warning("the converted key is not cached: %s: %s", e.filename or parent, e.strerror)
+
+
+def load_alphabeta(entry: str, vk: VerifyingKey) -> bool:
+    """Hand the entry's stored e(alpha, beta) to the verification_key.json writer (True); an entry
+    converted before it was stored, or a damaged file, gets it computed and written now (False)."""
+    path = os.path.join(entry, ALPHABETA)
+    try:
+        with open(path) as f:
+            if remember_alphabeta(vk, json.load(f)):
+                return True
+    except (OSError, ValueError):
+        pass
+    value, tmp = vk_alphabeta(vk), None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=entry)
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f)
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full cache: computed again by the next process
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    return False
 
 
 def _load_entry(entry: str, digest: str):

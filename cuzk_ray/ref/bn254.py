@@ -249,11 +249,11 @@ def _w_powers(e: int) -> list:
     return out
 
 
-_FROB = {k: _w_powers(P**k) for k in (2, 6)}
+_FROB = {k: _w_powers(P**k) for k in (1, 2, 3, 6)}
 
 
 def f12_frobenius(a, k: int) -> list:
-    """a^(p^k) for k in (2, 6)."""
+    """a^(p^k) for k in (1, 2, 3, 6)."""
     out = [0] * 12
     for j, c in enumerate(a):
         if c:
@@ -272,6 +272,10 @@ def f12_pow(a, e: int) -> list:
 
 
 HARD = (P**4 - P**2 + 1) // R
+# HARD in base p with coefficients polynomials in u (Devegili, Scott, Dahab 2007): HARD = L0 + L1 p
+# + L2 p^2 + p^3, |L0|, |L1| < 2^192, L2 < 2^127; checked when the module loads.
+HARD_P_DIGITS = (-36 * U**3 - 30 * U**2 - 18 * U - 2, -36 * U**3 - 18 * U**2 - 12 * U + 1, 6 * U**2 + 1)
+assert sum(d * P**k for k, d in enumerate(HARD_P_DIGITS)) + P**3 == HARD
 # The hard part as snarkjs (wasmcurves' bn128 __finalExponentiationLastChunk) and arkworks compute
 # it (Fuentes-Castaneda, Knapp, Rodriguez-Henriquez's chain): exponent LAMBDA = 2u(6u^2 + 3u + 1) h
 # mod r, a fixed power of the reduced pairing. The same value as theirs is what makes
@@ -316,13 +320,41 @@ def f12_inv_pow(a) -> list:
 ONE12 = [1] + [0] * 11
 
 
+def cyclotomic_pow_hard(m) -> list:
+    """m^HARD for m in the cyclotomic subgroup (m^(p^6 + 1) = 1: after the easy part), from HARD's
+    base-p digits: m^HARD = prod_k (m^(p^k))^(L_k) * m^(p^3), the three powers sharing their
+    squarings (Straus: ~192 squarings and ~192 products against f12_pow's ~760 and ~380). A
+    negative digit raises m^(p^6) (the inverse there) instead."""
+    bases = []
+    for k, d in enumerate(HARD_P_DIGITS):
+        b = f12_frobenius(m, k) if k else m
+        bases.append(f12_frobenius(b, 6) if d < 0 else b)
+    exps = [abs(d) for d in HARD_P_DIGITS]
+    table = {0: ONE12}  # products of every subset of the bases, by bit mask
+    for mask in range(1, 8):
+        low = mask & -mask
+        table[mask] = f12_mul(table[mask ^ low], bases[low.bit_length() - 1])
+    out = ONE12
+    for bit in range(max(e.bit_length() for e in exps) - 1, -1, -1):
+        out = f12_mul(out, out)
+        mask = sum(1 << k for k, e in enumerate(exps) if e >> bit & 1)
+        if mask:
+            out = f12_mul(out, table[mask])
+    return f12_mul(out, f12_frobenius(m, 3))
+
+
 def pairing_check(pairs) -> bool:
     """True when prod e(P_k, Q_k) = 1: the Groth16 verification equation. One Miller loop for all
-    pairs and no inversion: with f the loop's value and g = f^((p^2 + 1) h), the product is
-    f^((p^6 - 1)(p^2 + 1) h) = g^(p^6 - 1), which is 1 exactly when g^(p^6) = g."""
+    pairs, f its value; the product is f^((p^6 - 1)(p^2 + 1) HARD): the easy part (one inversion,
+    two Frobenius maps) puts m = f^((p^6 - 1)(p^2 + 1)) in the cyclotomic subgroup, where the hard
+    part is cyclotomic_pow_hard's (~3x cheaper than a plain power by HARD)."""
     f = miller_loop(pairs)
-    g = f12_pow(f12_mul(f12_frobenius(f, 2), f), HARD)
-    return f12_frobenius(g, 6) == g
+    try:
+        m = f12_mul(f12_frobenius(f, 6), f12_inv(f))  # f^(p^6 - 1)
+    except ZeroDivisionError:  # f = 0: no pairing product is 0; refused rather than taken as 1
+        return False
+    m = f12_mul(f12_frobenius(m, 2), m)  # ^(p^2 + 1)
+    return cyclotomic_pow_hard(m) == ONE12
 
 
 def pairing(p1, q2) -> list:
