@@ -9,14 +9,15 @@ with ``cuzk-ray filecoin verify``; prints the seconds of each step.
 The engine's steady state (--repeat N, issue 30's 32 GiB figure): a C1 (sealed at 2 KiB / 8 MiB; at
 32 GiB and 64 GiB a consistent synthetic one, filecoin/c1_synthetic.py), the partition cache
 (recording + witness tape from one blank synthesis), the fast witness of partition 0 timed in the
-driver, a development .params made by the setup on --backend (on cuda: the GPU, streamed to disk,
-disk room checked first) in the same run, the key loaded, then N proofs of the C1 through the
+driver, a development key made by the setup on --backend (on cuda: the GPU, streamed to disk,
+disk room checked first) in the same run as a .params (--key params, read back into memory) or a
+native key bundle (--key bundle, memory-mapped: 32 GiB on Ray), then N proofs of the C1 through the
 engine, every partition verified by the engine and proof 0's MultiProof against the C1's public
 inputs. Every phase prints its time as it ends (a run cut off still shows how far it got); at the
 end a table, and the figures as JSON at --out.
 
     python jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray --repeat 4 \\
-        --out figures.json
+        --key bundle --out figures.json
     python jobs/bench_filecoin_c2.py --sector-size 2KiB --backend cpu --variant inputs --repeat 2   # seconds
 
 s/proof (steady state) = (last proof's finish - first proof's finish) / (N - 1): the first proof
@@ -123,18 +124,14 @@ def median(xs) -> float | None:
 
 
 
-def memory_key(setup, backend: str, work: Path):
-    """The development key made by the setup in host memory and used as it is (the .params write and
-    read skipped: --key memory, when a device call has no time for 2 x 47 GB at 32 GiB); the .vk
-    written under ``work`` for the verifier. The same key as --key params's (params_sink writes
-    dev_setup's arrays byte for byte)."""
-    from cuzk_ray.filecoin.params import BellpersonVerifyingKey, write_vk
-    from cuzk_ray.groth16.setup import dev_setup
-
-    pk = dev_setup(setup.recording.cs, 0, meta={"circuit_id": setup.name, **c2.dev_meta(0)}, backend=backend,
-                   qap="bellperson")
-    vk = work / f"{setup.name}-setup0.vk"
-    write_vk(vk, BellpersonVerifyingKey.from_proving_key(pk))
+def bundle_key(setup, args, fig: dict, ph):
+    """The development key made by the setup straight into a native key bundle (or found cached)
+    and memory-mapped: on one node the prover actors map the same files (one page-cache copy, none
+    in Ray's object store; the matrices hard-linked from the partition cache). The same key as
+    --key params's (tests/test_filecoin_c2.py)."""
+    pk, vk, made = c2.ensure_dev_bundle(setup, args.cache_dir, backend=args.backend)
+    fig["key_bytes"], fig["key_made"] = pk.nbytes, made
+    ph.done("development key bundle " + ("made" if made else "cached"), f"{pk.nbytes / GB:.2f} GB, memory-mapped")
     return pk, vk
 
 
@@ -193,9 +190,8 @@ def steady(args, proof, work: Path) -> int:
                     f"{fig['driver_witness_s']:.2f} s, {w.n_wires} wires, {w.n_full} full")
             del w
         save()
-        if args.key == "memory":
-            pk, vk = memory_key(setup, args.backend, work)
-            ph.done("development key made in memory (no .params)", f"{pk.nbytes / GB:.2f} GB in host memory")
+        if args.key == "bundle":
+            pk, vk = bundle_key(setup, args, fig, ph)
         else:
             pk, vk = params_key(setup, args, fig, ph, save)
     fig["setup_peak_pss_bytes"], fig["setup_peak_used_bytes"] = setup_mem.peak_pss, setup_mem.peak_used
@@ -254,7 +250,8 @@ def table(fig: dict) -> None:
             ("peak host PSS, process tree", g("peak_tree_pss_bytes", GB, " GB")),
             ("peak host used", g("peak_host_used_bytes", GB, " GB")),
             ("peak VRAM", g("vram_peak_bytes", GB, " GB")),
-            (".params", g("params_bytes", GB, " GB"))]
+            (".params", g("params_bytes", GB, " GB")),
+            ("key bundle (mapped)", g("key_bytes", GB, " GB"))]
     rows += [(f"phase: {k}", f"{v:.1f} s") for k, v in fig["phases_s"].items()]
     width = max(len(k) for k, _ in rows)
     print("\n".join(f"{k:<{width}}  {v}" for k, v in rows), flush=True)
@@ -270,8 +267,11 @@ def main() -> int:
     ap.add_argument("--engine", default="ray", choices=("ray", "local"))
     ap.add_argument("--pw", type=int, default=None, help="partitions in flight (default: the hardware's)")
     ap.add_argument("--repeat", type=int, default=None, help="N proofs of the C1 through the engine (steady state)")
-    ap.add_argument("--key", default="params", choices=("params", "memory"),
-                    help="params: the dev key written as .params and read back; memory: used as made")
+    ap.add_argument("--key", default="params", choices=("params", "bundle"),
+                    help="params: the dev key written as .params and read back (decoded into the driver's "
+                         "memory, and on Ray copied into the object store); bundle: written as a native key "
+                         "bundle and memory-mapped by the driver and the actors (what a 32 GiB run on Ray "
+                         "needs: a 128 GiB host cannot hold the 48 GB key twice)")
     ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
     args = ap.parse_args()
     size = parse_size(args.sector_size)

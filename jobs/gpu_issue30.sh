@@ -7,35 +7,30 @@
 #   ~2 min, inside the 2 KiB test's time); nothing else is needed (no caches survive between calls:
 #   a machine stays warm ~30 s).
 #
-# Phases and estimates (from a lost branch's H200 figures: 2 KiB GPU E2E test 79 s, synthetic
-# 32 GiB C1 13.2 s, recording + tape 117.6 s on 16 cores, fast witness 0.62 s per 32 GiB
-# partition; the rest are guesses, marked ~). Measured with THIS code on the 2-core dev box
-# (2026-12-05, shared): 32 GiB partition cache in one synthesis 558 s (9.0 GiB peak RSS, 8.6 GiB
-# on disk, all nine counts equal to cuzk's), read back 13.9 s, fast witness of a synthetic C1's
-# partition 0 2.9 s with its public inputs equal to the verifier's; the real 2 KiB C2 on the CPU
-# (stacked circuit, streamed dev .params 1.1 GB in 659 s, prove 96 s) verified OK, INVALID with
-# another comm_r or seed.
-#   install the carried wheels                                             ~15 s
+# Phases, as measured on the H200 on 2026-12-05 (docs/gpu-runs/2026-12-05c-h200-issue30; ~ = estimate):
+#   install the carried wheels                                             5 s
 #   2 KiB GPU test (tests/test_filecoin_c2_gpu.py), timeout T2K=170 s      79 s with .cubin, ~200 s without
 #   32 GiB bench, timeout = what is left less 25 s for packing:
-#     synthetic 32 GiB C1                                                  13 s
-#     partition cache: one blank synthesis, recording + tape written       118 s
-#       then read back (SHA-256 of ~9 GB, density check)                   ~30 s
-#     fast witness of partition 0 (numba compile, then timed)              ~20 s + 0.6 s
-#     development .params on the GPU (~430M G1 + 33M G2 fixed-base
-#       points, 47.4 GB streamed to disk; disk checked first)              ~150 s
-#     key loaded into host memory (47 GB)                                  ~60 s
-#     Ray engine up, key to the provers                                    ~60 s
+#     synthetic 32 GiB C1                                                  14 s
+#     partition cache: one blank synthesis, recording + tape written,
+#       read back (SHA-256 of ~9 GB, density check)                        117 s
+#     fast witness of partition 0 (numba compile, then timed)              9 s (0.52 s timed)
+#     development key on the GPU (made in memory: 72 s)
+#       KEY=bundle: streamed into a native key bundle on disk, mapped      ~90 s
+#       KEY=params: into a .params (47.4 GB), then decoded into memory     ~150 s + ~60 s
+#     Ray engine up, the key to the provers                                ~50 s (48.5 s before the OOM)
 #     REPEAT proofs of 10 partitions (goal 12 s/proof steady; first ~30 s) ~30 s + 12 s x (REPEAT - 1)
-#   total 32 GiB ~480 s: it does NOT fit after the 2 KiB test (~390 s left); `all` brings back how far
-#   it got (each phase's time is printed as it ends). For the steady-state figure run `32g` alone
-#   (~575 s for it). Host memory: ~103 GB estimated (128 GiB there); disk: ~11 GB cache + 47.4 GB key
-#   of the 64 GB (bench checks before writing the .params and refuses in one line).
+#   total 32 GiB ~400 s with KEY=bundle: it does NOT fit after the 2 KiB test; run `32g` alone.
+# Host memory: KEY=params holds the decoded 48 GB key in the driver and Ray puts another copy (+ the
+# 9 GB of matrices) in its object store: on 2026-12-05 (the same two copies, made in memory) the
+# prover actor was OOM-killed at 121 of 126 GB. KEY=bundle (the default) maps one copy from disk, in
+# the page cache, shared by the driver and the actor. Disk: ~9.2 GB partition cache + ~48 GB bundle
+# (matrices hard-linked from the cache) of the 64 GB (checked before the bundle is written).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WHAT=${1:-all}
 REPEAT=${2:-3}
-KEY=${KEY:-params}   # memory: the dev key used as made, no .params round trip (~150 s less at 32 GiB)
+KEY=${KEY:-bundle}   # bundle: the dev key mapped from a native bundle; params: through a .params file
 OUT=${OUT:-outputs/gpu-issue30}
 mkdir -p "$OUT"
 START=$(date +%s)

@@ -234,3 +234,32 @@ def test_overwrite_removes_an_earlier_seal_proof(sealed, tmp_path):
     with OutputDir.open(run, overwrite=True) as out:
         assert out.removed == 2
     assert not (run / "proofs" / "c1" / SEAL_PROOF).exists() and (run / "proofs" / "c1" / "mine.txt").exists()
+
+
+def test_the_dev_key_bundle_is_the_dev_params_key(sealed, proved):
+    """ensure_dev_bundle (the 32 GiB benchmark's key: mapped by the prover actors, none in Ray's
+    object store) holds the key ensure_dev_params writes as .params, array for array, and the same
+    .vk; a bundle tagged with another H convention is refused naming it."""
+    import numpy as np
+
+    from cuzk_ray.groth16.keys import ProvingKey
+
+    _, _, cache = sealed
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    params, vk = c2.dev_key_files(setup, cache)
+    vk_bytes = vk.read_bytes()
+    from_params = c2.load_params(params, setup)
+    pk, vk_path, made = c2.ensure_dev_bundle(setup, cache)
+    assert made and vk_path == vk and vk.read_bytes() == vk_bytes
+    assert pk.qap == "bellperson" and pk.meta["bundle_path"] and pk.domain_size == from_params.domain_size
+    for name in ProvingKey.QUERIES + ProvingKey.DENSITIES:
+        assert np.array_equal(getattr(pk, name), getattr(from_params, name)), name
+    for name in ProvingKey.VK_ARRAYS:
+        assert np.array_equal(getattr(pk.vk, name), getattr(from_params.vk, name)), name
+    assert c2.ensure_dev_bundle(setup, cache)[2] is False  # cached
+    mf = Path(pk.meta["bundle_path"]) / "manifest.json"
+    manifest = json.loads(mf.read_text())
+    manifest["meta"]["qap"] = "snarkjs"
+    mf.write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match=r"-setup0\.bundle: proving key: h_query has 511 points, expected a power"):
+        c2.ensure_dev_bundle(setup, cache)

@@ -7,6 +7,7 @@ test (marked gpu: the CUDA gather and MSMs against the CPU's)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -258,6 +259,38 @@ def test_bundle_round_trip_with_density_arrays(tmp_path, backend):
         load_bundle(path)
     with pytest.raises(KeyBundleError, match=r"b_g1_query has \d+ points, expected \d+ \(one per wire\)"):
         load_bundle(_without_array(tmp_path, save_bundle(tmp_path / "k2", pk, cs), "b_wires"))
+
+
+def test_a_mapped_bundle_saved_again_is_hard_linked_not_copied(tmp_path, backend):
+    """BundleWriter.add links an array that is a whole .npy file of a directory with a manifest
+    (formats.native.mapped_source: how a 32 GiB key bundle shares the recording's matrices), and
+    writes every other one: an array in memory, a slice of a mapped one."""
+    from cuzk_ray.formats.native import BundleWriter, mapped_source
+
+    circ, cs, pk = built("default", 256, 4)
+    first = save_bundle(tmp_path / "first", pk, cs)
+    pk1, cs1 = load_bundle(first)
+    again = save_bundle(tmp_path / "again", pk1, cs1)
+    for name in ("h_query", "a_wires", "A_entries", "B_indptr", "C_table"):
+        assert (again / f"{name}.npy").stat().st_ino == (first / f"{name}.npy").stat().st_ino, name
+    pk2, cs2 = load_bundle(again)  # every linked file's manifest SHA-256 checked against its bytes
+    w = witness(circ, seed=6)
+    assert verify(pk2.vk, public_inputs(w, 4), prove(pk2, cs2, w, 3, 4, backend))
+    # negatives: what is not a whole mapped file of such a directory is written, a file of its own
+    assert mapped_source(pk.h_query) is None and mapped_source(pk1.h_query[1:]) is None
+    with BundleWriter(tmp_path / "parts") as wr:
+        wr.add("h_tail", pk1.h_query[1:])
+        wr.add("h_copy", np.array(pk1.h_query))
+        out = wr.commit({})
+    for name in ("h_tail", "h_copy"):
+        assert (out / f"{name}.npy").stat().st_ino != (first / "h_query.npy").stat().st_ino, name
+    assert np.array_equal(np.load(out / "h_tail.npy"), pk.h_query[1:])
+    # a file whose manifest lists another shape is not taken for the array
+    mf = first / "manifest.json"
+    manifest = json.loads(mf.read_text())
+    manifest["arrays"]["h_query"]["shape"][0] += 1
+    mf.write_text(json.dumps(manifest))
+    assert mapped_source(pk1.h_query) is None
 
 
 def _without_array(tmp_path, path, name: str):

@@ -199,6 +199,38 @@ def ensure_dev_params(setup: CircuitSetup, cache_dir, setup_seed: int = 0, backe
     return params, True
 
 
+def ensure_dev_bundle(setup: CircuitSetup, cache_dir, setup_seed: int = 0,
+                      backend: str = "cpu") -> tuple[ProvingKey, Path, bool]:
+    """(key, .vk path, made now?): the development key of ``setup`` (the same key ensure_dev_params
+    writes as .params) as a native key bundle under the key cache, memory-mapped. What a run on one
+    node wants at 32 GiB: the prover actors map the bundle (one page-cache copy, none in Ray's
+    object store), where a key decoded from .params sits in the driver's memory and again in the
+    object store (2 x 48 GB: the H200's 128 GiB host ran out). The matrices are hard links to the
+    partition cache's files; disk room is checked first (one line, need vs have)."""
+    from ..formats.native import load_bundle
+    from ..groth16.setup import dev_setup_bundle
+    from .params import write_vk
+    from .params_sink import check_room, params_layout, setup_host_bytes
+
+    params, vk = dev_key_files(setup, cache_dir, setup_seed)
+    path = params.with_suffix(".bundle")
+    made = not (path / "manifest.json").is_file()
+    if made:
+        cs = setup.recording.cs
+        layout = params_layout(cs)
+        check_room(path, layout.total_bytes, setup_host_bytes(layout, cs.n_wires, backend),
+                   what=f"the development key bundle of {cs.name}")
+        meta = {"circuit_id": setup.name, **dev_meta(setup_seed)}
+        dev_setup_bundle(path, cs, setup_seed, meta=meta, backend=backend, qap="bellperson")
+    pk, _cs = load_bundle(path, verify_hashes=False)  # written here by this code; shapes still checked
+    if pk.qap != "bellperson" or pk.n_wires != setup.recording.cs.n_wires:
+        raise ValueError(f"{path}: a key of {pk.n_wires} wires, {pk.qap} H; the {setup.name} circuit has "
+                         f"{setup.recording.cs.n_wires} wires (bellperson H): remove it to make it again")
+    if made or not vk.is_file():
+        write_vk(vk, BellpersonVerifyingKey.from_proving_key(pk))
+    return pk, vk, made
+
+
 def published_params(params_dir, setup: CircuitSetup) -> tuple[Path, Path]:
     """(.params, .vk) of Filecoin's published key for the setup's sector size in ``params_dir``,
     named as parameters.json names them; ValueError naming the missing file."""

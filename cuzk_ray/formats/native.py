@@ -60,6 +60,28 @@ def _hash_files(paths: list) -> list[str]:
         return list(ex.map(file_sha256, paths))
 
 
+def mapped_source(arr) -> tuple[Path, dict] | None:
+    """(file, its manifest entry) when ``arr`` is a whole ``.npy`` file memory-mapped from a
+    directory of arrays with a manifest.json (a bundle, a circuit recording) that lists the file
+    with arr's dtype and shape; None otherwise (an array in memory, a slice, a file of no such
+    directory)."""
+    if not isinstance(arr, np.memmap) or not arr.filename or not arr.flags.c_contiguous:
+        return None
+    f = Path(arr.filename)
+    try:
+        if f.stat().st_size != arr.offset + arr.nbytes:
+            return None
+        manifest = json.loads((f.parent / "manifest.json").read_text())
+        entries = manifest["arrays"].values()
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+    for e in entries:
+        if (isinstance(e, dict) and e.get("file") == f.name and e.get("shape") == list(arr.shape)
+                and e.get("dtype") == str(arr.dtype) and e.get("sha256")):
+            return f, e
+    return None
+
+
 class BundleWriter:
     """Writes a bundle array by array into a temporary directory beside ``path``, each file hashed
     as it is written (no second read), then ``commit`` writes the manifest and renames the
@@ -82,10 +104,28 @@ class BundleWriter:
         shutil.rmtree(self.tmp, ignore_errors=True)  # gone after a commit (renamed), else dropped
 
     def add(self, name: str, arr: np.ndarray) -> None:
-        """One whole array."""
+        """One whole array. An array that is a whole ``.npy`` file mapped from another directory of
+        arrays (mapped_source: a circuit recording's matrices) is hard-linked, not written: a
+        32 GiB PoRep key bundle would otherwise copy the recording's ~9 GB of matrices onto a disk
+        that has room for one copy."""
+        source = mapped_source(arr)
+        if source is not None:
+            self.link(name, *source)
+            return
         arr = np.ascontiguousarray(arr)
         with self.stream(name, arr.dtype, arr.shape) as out:
             out.write(arr)
+
+    def link(self, name: str, source: Path, entry: dict) -> None:
+        """Array ``name`` as a hard link to ``source`` (a copy where the file system has none),
+        recorded with ``entry``'s dtype, shape and SHA-256 (checked when its directory was loaded)."""
+        target = self.tmp / f"{name}.npy"
+        try:
+            os.link(source, target)
+        except OSError:  # another file system, or none of hard links
+            shutil.copyfile(source, target)
+        self.entries[name] = {"file": target.name, "dtype": entry["dtype"], "shape": list(entry["shape"]),
+                              "sha256": entry["sha256"]}
 
     @contextmanager
     def stream(self, name: str, dtype, shape: tuple):

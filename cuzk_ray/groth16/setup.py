@@ -232,15 +232,19 @@ def dev_setup(cs: ConstraintSystem, seed: int, meta: dict | None = None, backend
 
 
 def dev_setup_bundle(path, cs: ConstraintSystem, seed: int, meta: dict | None = None, backend: str = "cpu",
-                     fixed_base: str | None = None, density: bool = True, chunk: int | None = None):
-    """dev_setup written straight into a native key bundle at ``path`` (with cs's matrices) as it
-    is computed: host memory stays bounded (see generate_key) whatever the key's size. Returns
-    the bundle's path; formats.native.load_bundle maps it back."""
+                     fixed_base: str | None = None, density: bool = True, chunk: int | None = None,
+                     qap: str = "snarkjs"):
+    """dev_setup written straight into a native key bundle at ``path`` (with cs's matrices: hard
+    links when they are mapped from a recording's files, see BundleWriter.add) as it is computed:
+    host memory stays bounded (see generate_key) whatever the key's size. Returns the bundle's
+    path; formats.native.load_bundle maps it back."""
     from ..formats.native import BundleWriter, bundle_manifest, matrix_arrays
 
     with BundleWriter(path) as w:
         for name, arr in matrix_arrays(cs).items():
             w.add(name, arr)
-        info = generate_key(w, cs, seed, meta, backend, fixed_base, density, chunk)
+        info = generate_key(w, cs, seed, meta, backend, fixed_base, density, chunk, qap)
         p = cs.n_public
-        return w.commit(bundle_manifest(info, cs.n_wires, p, domain_size(cs.n_constraints, p), cs))
+        h_points = (bellperson_qap.bellperson_domain(cs.n_constraints).n - 1 if qap == "bellperson"
+                    else domain_size(cs.n_constraints, p))  # the key's domain_size: len(h_query)
+        return w.commit(bundle_manifest(info, cs.n_wires, p, h_points, cs))
