@@ -10,8 +10,8 @@ The engine's steady state (--repeat N, issue 30's 32 GiB figure): a C1 (sealed a
 32 GiB and 64 GiB a consistent synthetic one, filecoin/c1_synthetic.py), the partition cache
 (recording + witness tape from one blank synthesis), the fast witness of partition 0 timed in the
 driver, a development key made by the setup on --backend (on cuda: the GPU, streamed to disk,
-disk room checked first) in the same run as a .params (--key params, read back into memory) or a
-native key bundle (--key bundle, memory-mapped: 32 GiB on Ray), then N proofs of the C1 through the
+disk room checked first) in the same run as a .params decoded into a mapped bundle (--key params,
+a user's path) or straight into the bundle (--key bundle), then N proofs of the C1 through the
 engine, every partition verified by the engine and proof 0's MultiProof against the C1's public
 inputs. Every phase prints its time as it ends (a run cut off still shows how far it got); at the
 end a table, and the figures as JSON at --out.
@@ -137,20 +137,16 @@ def bundle_key(setup, args, fig: dict, ph):
 
 def params_key(setup, args, fig: dict, ph, save):
     """The development .params made (streamed, GPU setup with --backend cuda) or found cached, then
-    read back: the path a user's c2 takes."""
-    from cuzk_ray.filecoin.params_sink import check_room
-
+    decoded once into a mapped key bundle (c2.mapped_params): the path a user's c2 takes. Disk:
+    the .params and the bundle (~2 x 47 GB at 32 GiB, more than the H200 machine's 64 GB)."""
     params, made = c2.ensure_dev_params(setup, args.cache_dir, backend=args.backend)
     fig["params_bytes"], fig["params_made"] = params.stat().st_size, made
     ph.done("development .params " + ("made" if made else "cached"), f"{params.stat().st_size / GB:.2f} GB")
     save()
     vk = c2.dev_key_files(setup, args.cache_dir)[1]
-    # the key decoded in the driver, and on Ray one more copy with the matrices in its object store
-    need = params.stat().st_size * (2 if args.engine == "ray" else 1) + setup.recording.cs.nbytes
-    fig["host_estimate_bytes"] = need
-    check_room(params, 0, need, what="the key in the driver and the engine")
-    pk = c2.load_params(params, setup, c2.dev_meta(0))
-    ph.done("key loaded", f"{pk.nbytes / GB:.2f} GB in host memory (estimate for the run {need / GB:.1f} GB)")
+    pk = c2.mapped_params(params, setup, args.cache_dir, c2.dev_meta(0))
+    fig["key_bytes"] = pk.nbytes
+    ph.done("key mapped (decoded into a bundle once)", f"{pk.nbytes / GB:.2f} GB")
     return pk, vk
 
 
@@ -268,10 +264,9 @@ def main() -> int:
     ap.add_argument("--pw", type=int, default=None, help="partitions in flight (default: the hardware's)")
     ap.add_argument("--repeat", type=int, default=None, help="N proofs of the C1 through the engine (steady state)")
     ap.add_argument("--key", default="params", choices=("params", "bundle"),
-                    help="params: the dev key written as .params and read back (decoded into the driver's "
-                         "memory, and on Ray copied into the object store); bundle: written as a native key "
-                         "bundle and memory-mapped by the driver and the actors (what a 32 GiB run on Ray "
-                         "needs: a 128 GiB host cannot hold the 48 GB key twice)")
+                    help="params: the dev key written as .params, then decoded into a mapped bundle (the "
+                         "user's path; 2 x the key on disk); bundle: the dev key written straight into a "
+                         "mapped bundle (one copy on disk: the 32 GiB run on a 64 GB disk)")
     ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
     args = ap.parse_args()
     size = parse_size(args.sector_size)

@@ -263,3 +263,39 @@ def test_the_dev_key_bundle_is_the_dev_params_key(sealed, proved):
     mf.write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match=r"-setup0\.bundle: proving key: h_query has 511 points, expected a power"):
         c2.ensure_dev_bundle(setup, cache)
+
+
+def test_a_params_key_is_decoded_once_into_a_mapped_bundle(sealed, proved, tmp_path):
+    """c2.mapped_params (what c2 and circuit=filecoin load): the .params' key, array for array as
+    load_params decodes it, from a bundle made once and made again when the .params changes; a
+    truncated .params is refused naming it, and leaves no bundle."""
+    import os
+
+    import numpy as np
+
+    from cuzk_ray.filecoin.params import ParamsError
+    from cuzk_ray.groth16.keys import ProvingKey
+
+    _, _, cache = sealed
+    setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
+    params = tmp_path / "k.params"
+    params.write_bytes(c2.dev_key_files(setup, cache)[0].read_bytes())
+    want = c2.load_params(params, setup)
+    pk = c2.mapped_params(params, setup, tmp_path / "cache")
+    bundle = Path(pk.meta["bundle_path"])
+    assert bundle.name == "k.params.bundle" and pk.qap == "bellperson"
+    for name in ProvingKey.QUERIES + ProvingKey.DENSITIES:
+        assert np.array_equal(getattr(pk, name), getattr(want, name)), name
+    for name in ProvingKey.VK_ARRAYS:
+        assert np.array_equal(getattr(pk.vk, name), getattr(want.vk, name)), name
+    made = (bundle / "manifest.json").stat().st_mtime_ns
+    assert c2.mapped_params(params, setup, tmp_path / "cache").meta["bundle_path"] == str(bundle)
+    assert (bundle / "manifest.json").stat().st_mtime_ns == made  # found, not decoded again
+    os.utime(params, ns=(made + 10**9, made + 10**9))
+    c2.mapped_params(params, setup, tmp_path / "cache")
+    assert (bundle / "manifest.json").stat().st_mtime_ns != made  # another file there: decoded again
+    short = tmp_path / "short.params"
+    short.write_bytes(params.read_bytes()[:-96])
+    with pytest.raises(ParamsError, match=r"short\.params: .*truncated"):
+        c2.mapped_params(short, setup, tmp_path / "cache")
+    assert not (tmp_path / "cache" / "keys" / "short.params.bundle").exists()

@@ -67,7 +67,8 @@ class FilecoinCircuit:
 
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
         """(pk, cs, info): the recorded circuit, the C1 checked against it, and the key (published
-        .params in circuit.params, else the cached development .params, made on first use)."""
+        .params in circuit.params, else the cached development .params, made on first use),
+        memory-mapped from the bundle it is decoded into once (c2.mapped_params)."""
         from ..filecoin import c2
         from ..filecoin.c1 import read_c1
 
@@ -75,13 +76,13 @@ class FilecoinCircuit:
         c2.check_c1(setup, read_c1(self.c1), self.c1)
         if self.params is not None:
             params, vk = c2.published_params(self.params, setup)
-            pk, note = c2.load_params(params, setup), "published .params, digest checked"
+            pk, note = c2.mapped_params(params, setup, cache_dir), "published .params, digest checked"
         else:
             from ..backends import resolve_backend_name
 
             params, made = c2.ensure_dev_params(setup, cache_dir, setup_seed, resolve_backend_name(setup_backend))
             vk = c2.dev_key_files(setup, cache_dir, setup_seed)[1]
-            pk = c2.load_params(params, setup, c2.dev_meta(setup_seed))
+            pk = c2.mapped_params(params, setup, cache_dir, c2.dev_meta(setup_seed))
             note = "created by the INSECURE dev setup" if made else "cached"
         self.adopt(setup, pk, vk, cache_dir)
         return pk, setup.recording.cs, {"key": str(params), "note": note}

@@ -25,6 +25,7 @@ small stand-in with the same public inputs (circuit/inputs_standin.py: plumbing 
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ from .circuit.replay import ReplayPlan
 from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
 from .circuit.tape import WitnessTape
 from .parameters_json import published_key_names
-from .params import BellpersonVerifyingKey, ParamsFile
+from .params import QUERIES, BellpersonVerifyingKey, ParamsError, ParamsFile
 from .params_sink import write_dev_params
 from .proofs import multiproof_to_bytes
 from .public_inputs import replica_partitions_inputs
@@ -53,6 +54,7 @@ from .verifier import prepare_bellperson, verify_proof
 VARIANTS = ("stacked", "inputs")
 RECORDINGS = "recordings"  # under the cache dir
 KEYS = "keys"
+DECODE_CHUNK = 1 << 20  # .params points decoded per step into a bundle (~100 MB of G1, ~200 MB of G2)
 
 
 @dataclass(frozen=True)
@@ -243,15 +245,74 @@ def published_params(params_dir, setup: CircuitSetup) -> tuple[Path, Path]:
     return paths
 
 
+def mapped_params(path, setup: CircuitSetup, cache_dir, meta: dict | None = None) -> ProvingKey:
+    """The key of a .params file as ``load_params`` gives it, but memory-mapped from a native key
+    bundle under the key cache, decoded into it once (query by query, DECODE_CHUNK points at a
+    time: host memory stays bounded) and found again while the .params is the same file (path,
+    size, mtime). Why: a 32 GiB key decoded into the driver's memory (48 GB) gets a second copy in
+    Ray's object store, which a 128 GiB host cannot hold; a mapped bundle is one page-cache copy
+    that the prover actors map too (engines/ray_executor.key_source). Disk room is checked first
+    (~ the .params' size; the matrices are hard links to the partition cache's files)."""
+    from ..formats.native import KeyBundleError, load_bundle
+
+    path = Path(path).expanduser().resolve()
+    st = path.stat()
+    source = {"params": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    bundle = Path(cache_dir).expanduser() / KEYS / f"{path.name}.bundle"  # beside a dev key bundle, not it
+    try:
+        pk, _ = load_bundle(bundle, verify_hashes=False)
+        if pk.meta.get("params_source") == source:
+            return pk
+    except KeyBundleError:
+        pass  # none yet, or a half-removed one: decode again
+    decode_params(path, bundle, setup, {"source": str(path), "qap": "bellperson", **(meta or {}),
+                                        "params_source": source})
+    try:
+        return load_bundle(bundle, verify_hashes=False)[0]
+    except KeyBundleError as e:  # the counts of a key of another circuit: nothing kept
+        shutil.rmtree(bundle, ignore_errors=True)
+        raise ParamsError(f"{path}: {e}") from None
+
+
+def decode_params(path, bundle, setup: CircuitSetup, meta: dict) -> Path:
+    """Decode .params ``path`` into a native key bundle at ``bundle`` (replacing one there), its a/b
+    queries on the recording's densities, counts checked against the circuit first."""
+    from ..formats.native import BundleWriter, bundle_manifest, matrix_arrays
+    from .params_sink import check_room
+
+    cs, d = setup.recording.cs, setup.recording.densities
+    wires = {"a_wires": d.a_wires().astype("uint32"), "b_wires": d.b_wires().astype("uint32")}
+    with ParamsFile(path) as pf:
+        check_key_counts(pf, setup, path)
+        check_room(bundle, Path(path).stat().st_size, what=f"the key of {Path(path).name} as a mapped bundle")
+        with BundleWriter(bundle, overwrite=True) as w:
+            for name in ProvingKey.VK_ARRAYS + ("beta_g1", "delta_g1"):
+                w.add(name, getattr(pf.vk, name))
+            for qname, span in pf.spans.items():
+                field = QUERIES[qname][1]
+                with w.stream(field, "uint64", (span.count, *span.group.shape)) as out:
+                    for beg in range(0, span.count, DECODE_CHUNK):
+                        out.write(pf.query(qname, beg, beg + DECODE_CHUNK))
+            for name, arr in {**wires, **matrix_arrays(cs)}.items():
+                w.add(name, arr)
+            return w.commit(bundle_manifest(meta, cs.n_wires, cs.n_public, pf.spans["h"].count, cs))
+
+
+def check_key_counts(pf: ParamsFile, setup: CircuitSetup, path) -> None:
+    """ParamsError naming the .params when its public inputs are not the circuit's."""
+    shape = setup.recording.shape
+    if pf.vk.n_inputs != shape.num_inputs - 1:
+        raise ParamsError(f"{path}: the key takes {pf.vk.n_inputs} public inputs, the {setup.name} circuit has "
+                          f"{shape.num_inputs - 1} (a key of another circuit or sector size?)")
+
+
 def load_params(path, setup: CircuitSetup, meta: dict | None = None) -> ProvingKey:
     """The proving key of a .params file (authenticated by digest when its name is a published one),
     its a/b queries placed on the recording's densities, checked against the circuit's counts."""
-    d, shape = setup.recording.densities, setup.recording.shape
+    d = setup.recording.densities
     a_wires, b_wires = (x.astype("uint32") for x in (d.a_wires(), d.b_wires()))
     with ParamsFile(path) as pf:
-        if pf.vk.n_inputs != shape.num_inputs - 1:
-            raise ValueError(f"{path}: the key takes {pf.vk.n_inputs} public inputs, the {setup.name} circuit has "
-                             f"{shape.num_inputs - 1} (a key of another circuit or sector size?)")
+        check_key_counts(pf, setup, path)
         return pf.proving_key(a_wires, b_wires, meta={"source": str(path), "qap": "bellperson", **(meta or {})})
 
 
