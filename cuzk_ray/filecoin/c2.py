@@ -274,7 +274,7 @@ def mapped_params(path, setup: CircuitSetup, cache_dir, meta: dict | None = None
         raise ParamsError(f"{path}: {e}") from None
 
 
-def decode_params(path, bundle, setup: CircuitSetup, meta: dict) -> Path:
+def decode_params(path: Path, bundle: Path, setup: CircuitSetup, meta: dict) -> Path:
     """Decode .params ``path`` into a native key bundle at ``bundle`` (replacing one there), its a/b
     queries on the recording's densities, counts checked against the circuit first."""
     from ..formats.native import BundleWriter, bundle_manifest, matrix_arrays
@@ -284,7 +284,7 @@ def decode_params(path, bundle, setup: CircuitSetup, meta: dict) -> Path:
     wires = {"a_wires": d.a_wires().astype("uint32"), "b_wires": d.b_wires().astype("uint32")}
     with ParamsFile(path) as pf:
         check_key_counts(pf, setup, path)
-        check_room(bundle, Path(path).stat().st_size, what=f"the key of {Path(path).name} as a mapped bundle")
+        check_room(bundle, path.stat().st_size, what=f"the key of {path.name} as a mapped bundle")
         with BundleWriter(bundle, overwrite=True) as w:
             for name in ProvingKey.VK_ARRAYS + ("beta_g1", "delta_g1"):
                 w.add(name, getattr(pf.vk, name))
