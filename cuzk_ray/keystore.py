@@ -9,7 +9,6 @@ import shutil
 import time
 from pathlib import Path
 
-from .backends import resolve_backend_name
 from .formats.native import VERSION as BUNDLE_VERSION
 from .formats.native import load_bundle
 from .groth16.setup import dev_setup_bundle
@@ -55,13 +54,10 @@ def ensure_dev_key(circuit, cache_dir, setup_seed: int = 0, setup_backend: str =
     t0 = time.perf_counter()
     cs = circuit.build()
     built = time.perf_counter() - t0
-    # streamed into the bundle as it is computed: the host never holds the whole key (44 GiB at 2^27)
+    # streamed into the bundle as it is computed: the host never holds the whole key (44 GiB at 2^27);
+    # a GPU setup gives its device memory back before returning (groth16.setup.generate_key)
     dev_setup_bundle(path, cs, setup_seed, meta={"circuit_id": circuit.circuit_id, "build_seconds": round(built, 3)},
                      backend=setup_backend)
-    if resolve_backend_name(setup_backend) == "cuda":
-        from .cuda.device import release_device_memory
-
-        release_device_memory()
     del cs
     log.info("dev key for %s written to %s in %.1f s", circuit.circuit_id, path, time.perf_counter() - t0)
     pk, cs = load_bundle(path, verify_hashes=False)

@@ -13,6 +13,7 @@ cp = require_gpu()
 
 from cuzk_ray.circuits import porep  # noqa: E402
 from cuzk_ray.cuda import spmv as cuda_spmv  # noqa: E402
+from cuzk_ray.cuda.device import FIXED_BASE_TABLES  # noqa: E402
 from cuzk_ray.formats.native import load_bundle  # noqa: E402
 from cuzk_ray.groth16 import setup  # noqa: E402
 from cuzk_ray.r1cs import CodedCsr  # noqa: E402
@@ -28,6 +29,10 @@ def test_streamed_gpu_setup_equals_cpu_setup(tmp_path, shape, constraints, chunk
     cs = porep.build_circuit(constraints, 4 if shape == "default" else 11, 0.05, 0, shape)
     want = setup.dev_setup(cs, 9)  # CPU scalars and CPU fixed-base
     path = setup.dev_setup_bundle(tmp_path / "k", cs, 9, backend="cuda", chunk=chunk)
+    # the setup's device memory given back (a driver that made a key must not hold VRAM while
+    # the prover actors load it): nothing cached in CuPy's pool, no fixed-base table kept
+    assert cp.get_default_memory_pool().free_bytes() == 0
+    assert len(FIXED_BASE_TABLES) == 0
     got, cs2 = load_bundle(path)
     for q in want.QUERIES + want.DENSITIES + ("beta_g1", "delta_g1"):
         a, b = getattr(want, q), getattr(got, q)

@@ -170,7 +170,24 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
     ``chunk``: points per fixed-base call (default STREAM_CHUNK on the GPU; on the CPU one call
     per query, on threads over every core). ``qap``: the H convention of the key (one of
     QAP_CONVENTIONS; on the cuda backend both conventions' scalars are computed on the GPU).
-    Returns the key's meta (seed, timings, qap)."""
+    Returns the key's meta (seed, timings, qap). After a setup that used the GPU, CuPy's cached
+    blocks are given back (release_device_memory)."""
+    from ..backends import resolve_backend_name
+
+    info = _generate_key(sink, cs, seed, meta, backend, fixed_base, density, chunk, qap)
+    if "cuda" in (fixed_base, resolve_backend_name(backend)):
+        # The scalars (~17 GB at 2^27), their temporaries and the fixed-base tables stay in CuPy's
+        # pool otherwise: a driver that made the key would hold them while the prover actors,
+        # other processes, load the key and prove on the same GPU.
+        from ..cuda.device import release_device_memory
+
+        release_device_memory()
+    return info
+
+
+def _generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None, backend: str,
+                  fixed_base: str | None, density: bool, chunk: int | None, qap: str) -> dict:
+    """generate_key's work (the device memory it leaves cached in CuPy's pool is freed by it)."""
     from ..backends import resolve_backend_name
 
     if qap not in QAP_CONVENTIONS:
