@@ -123,6 +123,7 @@ def test_dev_setup_is_deterministic():
 def test_dev_setup_fixed_base_on_the_gpu_path(monkeypatch):
     """fixed_base="cuda" hands standard-form limbs to cuda_fixed_base.fixed_base_mul_gpu (here a
     stand-in on the CPU; the GPU function itself is checked in tests/test_g2_gpu.py)."""
+    from cuzk_ray.cuda import device as cuda_device
     from cuzk_ray.cuda import fixed_base as cuda_fixed_base
     from cuzk_ray.ref.msm import fixed_base_mul_array
 
@@ -134,8 +135,13 @@ def test_dev_setup_fixed_base_on_the_gpu_path(monkeypatch):
         return fixed_base_mul_array(group, limbs)
 
     monkeypatch.setattr(cuda_fixed_base, "fixed_base_mul_gpu", fake)
+    released = []  # a setup that used the GPU gives CuPy's cached blocks back once, at its end
+    monkeypatch.setattr(cuda_device, "release_device_memory", lambda: released.append(len(calls)))
     cs = build_circuit(64, 1)
-    k_gpu, k_cpu = dev_setup(cs, 3, fixed_base="cuda"), dev_setup(cs, 3)
+    k_gpu = dev_setup(cs, 3, fixed_base="cuda")
+    assert released == [8]
+    k_cpu = dev_setup(cs, 3)
+    assert released == [8]  # not after a CPU setup
     # one call per query (a, b_g1, b_g2, l, h, ic) and one per group for the single points
     assert calls == ["g1", "g1", "g2", "g1", "g1", "g1", "g1", "g2"]
     for q in ("a_query", "b_g1_query", "b_g2_query", "l_query", "h_query"):
