@@ -187,7 +187,7 @@ def generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None = None
 
 def _generate_key(sink, cs: ConstraintSystem, seed: int, meta: dict | None, backend: str,
                   fixed_base: str | None, density: bool, chunk: int | None, qap: str) -> dict:
-    """generate_key's work (the device memory it leaves cached in CuPy's pool is freed by it)."""
+    """generate_key's work; generate_key frees the device memory this leaves cached in CuPy's pool."""
     from ..backends import resolve_backend_name
 
     if qap not in QAP_CONVENTIONS:
