@@ -289,3 +289,40 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     assert isinstance(source, StoreKey)  # refs inside a value, not constructor args
     assert isinstance(source.pk, ray.ObjectRef)
     in_memory.shutdown()
+
+
+
+def test_synthesis_task_runs_numba_on_the_cpus_ray_gave_it(ray_local):
+    """A synthesis task holds one of Ray's CPUs: numba's parallel loops in it (the Filecoin witness
+    replay) run on one thread, not on every core as numba's default would (pw tasks at once would
+    run pw x cores threads beside the GPU actor's host work)."""
+    from cuzk_ray.engines.ray_executor import synthesize_partition
+    from cuzk_ray.partition import from_record_batch
+
+    def threads_used(n=4096):  # defined here, as the synthesis below, so Ray ships them by value
+        import numba
+        import numpy as np
+
+        @numba.njit(parallel=True)
+        def thread_ids(m):
+            out = np.empty(m, np.int64)
+            for i in numba.prange(m):
+                out[i] = numba.get_thread_id()
+            return out
+
+        return len(set(thread_ids(n).tolist()))
+
+    def synth_on_one_thread(spec):
+        from cuzk_ray.circuits import synthesize
+
+        used = threads_used()
+        if used != 1:
+            raise RuntimeError(f"numba ran the synthesis loop on {used} threads")
+        return synthesize(spec)
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: numba's default is one thread too, nothing to cap")
+    assert threads_used() > 1  # the twin: uncapped, this process's loop spreads over the cores
+    spec = CIRCUIT.synth_spec(seed=1, proof=0, partition=0)
+    batch = ray.get(synthesize_partition.remote(spec, "proof-000", CIRCUIT.circuit_id, synth_on_one_thread))
+    assert from_record_batch(batch).extra["synthesis_threads"] == "1"

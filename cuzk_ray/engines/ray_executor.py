@@ -38,7 +38,7 @@ from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
 from .types import BundleKey, Completion, KeyRef, StoreKey, WorkItem
-from .worker import synthesize_witness
+from .worker import limit_synthesis_threads, synthesize_witness
 
 log = logging.getLogger(__name__)
 
@@ -127,12 +127,15 @@ def private_temp_dir(path: str) -> str:
 
 @ray.remote(num_cpus=1)
 def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None):
-    """The partition's witness as an Arrow batch, with where and how long synthesis ran."""
+    """The partition's witness as an Arrow batch, with where, how long and on how many threads
+    synthesis ran (as many as the CPUs Ray gave the task: worker.limit_synthesis_threads)."""
     t0, w0 = time.perf_counter(), time.time()
+    ctx = ray.get_runtime_context()
+    threads = limit_synthesis_threads(ctx.get_assigned_resources().get("CPU", 1))
     witness = synthesize_witness(spec, synth_fn)
-    extra = {"synthesis_node": ray.get_runtime_context().get_node_id(),
+    extra = {"synthesis_node": ctx.get_node_id(),
              "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
-             "synthesis_pid": str(os.getpid())}
+             "synthesis_pid": str(os.getpid()), "synthesis_threads": str(threads)}
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
 
 

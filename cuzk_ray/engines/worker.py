@@ -9,6 +9,8 @@ the same with one key)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections import OrderedDict
 from contextlib import nullcontext
@@ -23,6 +25,24 @@ from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
 from ..witness import CompactWitness, Witness, read_wires
 from .types import PartitionOutcome
+
+
+def limit_synthesis_threads(threads: int) -> int:
+    """Cap numba's parallel loops (the Filecoin witness replay) in this process at ``threads`` and
+    return the cap in force. numba uses every core by default: pw synthesis tasks that each hold
+    one of Ray's CPUs would run pw x cores threads and starve the GPU actor's host work on the same
+    node. Before numba is imported the cap is its NUMBA_NUM_THREADS (the size of the pool it
+    starts); after, ``set_num_threads`` (per calling thread: Ray runs a task on its worker's main
+    thread), never above the pool numba started with."""
+    threads = max(1, int(threads))
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = str(threads)
+        return threads
+    import numba
+
+    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(threads)
+    return threads
 
 
 def synthesize_witness(spec: dict, synth_fn=None) -> Witness:
