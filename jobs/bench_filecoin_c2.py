@@ -234,15 +234,16 @@ def table(fig: dict) -> None:
         v = fig.get(key)
         return "-" if v is None else f"{v / scale:.2f}{unit}"
 
+    threads = "a Ray task: 1 thread" if fig["engine"] == "ray" else "every core"  # ray_executor.synthesize_partition
     rows = [("sector", f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}"),
             ("proofs", f"{fig['repeat']} x {fig['partitions_proved'] // max(1, fig['repeat'])} partitions, all "
                        f"verified: {fig['all_verified']}"),
             ("s/proof, steady state", g("s_per_proof_steady", unit=" s")),
             ("proving wall", g("proving_wall_s", unit=" s")),
-            ("witness per partition (median)", g("witness_s_per_partition", unit=" s")),
+            (f"witness per partition (median, {threads})", g("witness_s_per_partition", unit=" s")),
             ("GPU per partition (median)", g("gpu_s_per_partition", unit=" s")),
             ("prove per partition (median)", g("prove_s_per_partition", unit=" s")),
-            ("driver fast witness, partition 0", g("driver_witness_s", unit=" s")),
+            ("driver fast witness, partition 0 (every core)", g("driver_witness_s", unit=" s")),
             ("peak host PSS, process tree", g("peak_tree_pss_bytes", GB, " GB")),
             ("peak host used", g("peak_host_used_bytes", GB, " GB")),
             ("peak VRAM", g("vram_peak_bytes", GB, " GB")),
