@@ -159,7 +159,11 @@ def test_a_node_lost_mid_batch_costs_time_not_proofs(cluster, tmp_path):
     assert all(verify(vk, read_public(tmp_path / "out" / e["public"]), read_proof(tmp_path / "out" / e["proof"]))
                for e in entries)
     assert len({e["prover_node"] for e in entries}) == 2  # both nodes proved before the loss
-    assert "is down (restarting or lost)" in buf  # the lost prover's partitions were resubmitted
+    # the work cut short on the lost node was resubmitted: through the lost prover's call failing
+    # (RayActorError: "prover N is down"), or its synthesized input lost with the node (NodeDiedError,
+    # ObjectLostError: the prover is not blamed). Once (CI on a fresh clone, 2026-12-06) the run
+    # proved all 40 without "is down" in its output; the cause was not found (the output was cut)
+    assert "attempt cut short by its prover" in buf, "\n".join(lines[-30:])
 
 
 def test_a_node_that_joins_replaces_the_lost_one(cluster, tmp_path):
