@@ -291,7 +291,6 @@ def test_a_key_mapped_from_a_bundle_reaches_the_actors_as_its_path(ray_local, ke
     in_memory.shutdown()
 
 
-
 def test_synthesis_task_runs_numba_on_the_cpus_ray_gave_it(ray_local):
     """A synthesis task holds one of Ray's CPUs: numba's parallel loops in it (the Filecoin witness
     replay) run on one thread, not on every core as numba's default would (pw tasks at once would
