@@ -84,6 +84,12 @@ class KeyShape:
         zkey's matrices are CsrMatrix, ``bytes_per_nnz`` = 40)."""
         return self.nnz * self.bytes_per_nnz + 3 * (self.domain + 1) * 8
 
+    def device_matrix_bytes(self, with_c: bool) -> int:
+        """The matrices as VRAM holds them: A and B, and C only ``with_c`` (the cuda backend
+        computes c = a * b on the device instead: cuda.spmv.C_FROM_AB)."""
+        nnz = self.nnz_a + self.nnz_b + (self.nnz_c if with_c else 0)
+        return nnz * self.bytes_per_nnz + (3 if with_c else 2) * (self.domain + 1) * 8
+
     @property
     def witness_bytes(self) -> int:
         return self.n_wires * FR
@@ -183,17 +189,32 @@ def vram_need(shape: KeyShape, plan: RunPlan, have: Have) -> Need:
     """VRAM of the GPU actors on one device: each holds its own key and matrices; while proving,
     gpu_concurrency partitions' working sets, one a | b | c and the largest MSM's scratch (kernels
     run one partition at a time per device), which exceed the key's standard-form upload while it
-    is converted at load (the larger of the two counts)."""
-    from .cuda.msm import scratch_bytes
+    is converted at load (the larger of the two counts). a | b | c and an MSM's scratch are not
+    on the device together (h is computed, and a | b | c freed, before H's MSM; the kernels of
+    one device run one at a time): the larger of the two counts. An MSM whose scratch does not
+    fit in what is left is cut into pieces (cuda.msm.piece_len, as the backend does): the line
+    names them."""
+    from .cuda.msm import MIN_PIECE, piece_len, scratch_bytes
+    from .cuda.spmv import C_FROM_AB
 
     n = plan.gpu_workers
-    parts = [(f"{n} x key", n * shape.key_bytes), (f"{n} x matrices", n * shape.matrix_bytes)]
+    parts = [(f"{n} x key", n * shape.key_bytes),
+             (f"{n} x matrices", n * shape.device_matrix_bytes(with_c=not C_FROM_AB))]
     work = n * plan.gpu_concurrency * working_set_bytes(shape)
-    proving = work + 3 * shape.domain * FR + scratch_bytes(shape.domain)
+    abc = 3 * shape.domain * FR
+    piece = shape.domain
+    if have.vram_free is not None:
+        left = have.vram_free - sum(b for _, b in parts) - work - VRAM_MARGIN
+        try:
+            piece = piece_len(shape.domain, left)
+        except MemoryError:
+            piece = min(MIN_PIECE, shape.domain)  # the smallest piece's scratch: the line shows the shortfall
+    scratch = scratch_bytes(piece)
     converting = max(shape.query_bytes.values())  # the largest query's standard-form upload
-    if proving >= converting:
-        parts += [(f"{n * plan.gpu_concurrency} working sets", work), ("a|b|c", 3 * shape.domain * FR),
-                  ("MSM scratch", scratch_bytes(shape.domain))]
+    if work + max(abc, scratch) >= converting:
+        pieces = "" if piece == shape.domain else f" (MSMs in pieces of {piece} scalars)"
+        transient = (f"a|b|c{pieces}", abc) if abc >= scratch else (f"MSM scratch{pieces}", scratch)
+        parts += [(f"{n * plan.gpu_concurrency} working sets", work), transient]
     else:
         parts.append(("key conversion", converting))
     return Need("VRAM", tuple(parts) + (("margin", VRAM_MARGIN),), have.vram_free)
@@ -223,6 +244,11 @@ def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
                 pw = largest_pw(shape, plan, have)
                 if pw:
                     hint = f"; pw={pw} would fit"
+            elif n.resource == "VRAM" and plan.gpu_concurrency > 1:
+                from dataclasses import replace
+
+                if vram_need(shape, replace(plan, gpu_concurrency=1), have).fits:
+                    hint = "; gpu_concurrency=1 would fit"
             raise PreflightError(n.line() + hint)
     return got
 

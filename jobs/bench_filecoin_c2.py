@@ -110,7 +110,7 @@ def engine_config(args, work: Path) -> dict:
     over = ["circuit=filecoin", f"backend={args.backend}", f"setup_backend={args.backend}", f"engine={args.engine}"]
     if args.pw:
         over.append(f"pw={args.pw}")
-    cfg = compose(over)
+    cfg = compose(over + list(args.set or []))
     cfg["circuit"].update(c1=str(work / "c1.json"), variant=args.variant)
     cfg["cache_dir"], cfg["output_dir"] = args.cache_dir, str(work / "run")
     return cfg
@@ -121,7 +121,6 @@ def median(xs) -> float | None:
 
     xs = [x for x in xs if x == x]  # drop NaN
     return float(np.median(xs)) if xs else None
-
 
 
 def bundle_key(setup, args, fig: dict, ph):
@@ -160,7 +159,7 @@ def steady(args, proof, work: Path) -> int:
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
                  "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "key": args.key,
-                 "cpus": os.cpu_count()}
+                 "cpus": os.cpu_count(), "set": args.set or []}
     ph = Phases()
     fig["phases_s"] = ph.times
 
@@ -235,7 +234,8 @@ def table(fig: dict) -> None:
         return "-" if v is None else f"{v / scale:.2f}{unit}"
 
     threads = "a Ray task: 1 thread" if fig["engine"] == "ray" else "every core"  # ray_executor.synthesize_partition
-    rows = [("sector", f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}"),
+    run = f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}"
+    rows = [("sector", run + "".join(f", {x}" for x in fig.get("set", []))),
             ("proofs", f"{fig['repeat']} x {fig['partitions_proved'] // max(1, fig['repeat'])} partitions, all "
                        f"verified: {fig['all_verified']}"),
             ("s/proof, steady state", g("s_per_proof_steady", unit=" s")),
@@ -269,6 +269,8 @@ def main() -> int:
                          "user's path; 2 x the key on disk); bundle: the dev key written straight into a "
                          "mapped bundle (one copy on disk: the 32 GiB run on a 64 GB disk)")
     ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
+    ap.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="a config override for the engine (repeatable), e.g. gpu_concurrency=1 on an 80 GB card")
     args = ap.parse_args()
     size = parse_size(args.sector_size)
     if size not in PROOFS:

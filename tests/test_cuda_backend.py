@@ -50,6 +50,65 @@ def test_vram_check_names_the_shortfall(backends, monkeypatch):
         gpu_mod.CudaBackend().load_key(pk)
 
 
+def test_msms_in_pieces_give_the_same_proof(backends, monkeypatch):
+    """An MSM cut into pieces (a card whose free VRAM cannot hold its scratch: the 32 GiB PoRep on
+    an 80 GB H100) gives the CPU backend's proof bit for bit: pieces forced by max_msm_piece (the
+    last one short), and pieces chosen by piece_len when the scratch of more than 3000 scalars is
+    made not to fit. The tampered twin: the proof fails with another public input."""
+    from cuzk_ray.backends import cuda as gpu_mod
+    from cuzk_ray.circuits.porep import build_circuit, public_inputs, synthesize
+    from cuzk_ray.groth16.prover import prove
+    from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.groth16.verifier import verify
+
+    cpu, _gpu = backends
+    cs = build_circuit(1 << 14, 7)
+    pk = dev_setup(cs, seed=14)
+    w = synthesize(1 << 14, 7, seed=4)
+    want = prove(pk, cs, w, 321, 654, cpu)
+    msm = gpu_mod.cuda_msm
+    seen = []
+    real_parts = msm.msm_parts
+
+    def record(g, bases, *a, **k):
+        seen.append(bases.n)
+        return real_parts(g, bases, *a, **k)
+
+    monkeypatch.setattr(msm, "msm_parts", record)
+
+    forced = gpu_mod.CudaBackend()
+    forced.max_msm_piece = 5000
+    got = prove(pk, cs, w, 321, 654, forced)
+    assert all(np.array_equal(getattr(want, k), getattr(got, k)) for k in "abc")
+    assert max(seen) == 5000 and any(n < 5000 for n in seen) and len(pk.h_query) > 5000
+
+    seen.clear()
+    real_scratch = msm.scratch_bytes
+    monkeypatch.setattr(msm, "MIN_PIECE", 1)
+    monkeypatch.setattr(msm, "scratch_bytes", lambda n, accumulate=None: real_scratch(n) if n <= 3000 else 1 << 60)
+    got = prove(pk, cs, w, 321, 654, gpu_mod.CudaBackend())
+    assert all(np.array_equal(getattr(want, k), getattr(got, k)) for k in "abc")
+    assert max(seen) <= 3000 and len(seen) > 5
+    pub = public_inputs(w, 7)
+    assert verify(pk.vk, pub, got)
+    assert not verify(pk.vk, [pub[0] + 1] + pub[1:], got)
+
+
+def test_msm_without_room_for_its_scratch_names_the_shortfall(backends, monkeypatch):
+    from cuzk_ray.backends import cuda as gpu_mod
+    from cuzk_ray.circuits.porep import build_circuit
+    from cuzk_ray.groth16.setup import dev_setup
+
+    _cpu, gpu = backends
+    pk = dev_setup(build_circuit(64, 1), seed=2)
+    key = gpu.load_key(pk)
+    monkeypatch.setattr(gpu_mod, "VRAM_MARGIN", 1 << 50)
+    scalars = np.zeros((len(pk.h_query), 4), dtype=np.uint64)
+    with pytest.raises(MemoryError, match=r"^GPU memory: an MSM of \d+ scalars needs [\d.]+ GiB of scratch even in "
+                                          r"pieces of \d+, 0\.00 GiB free$"):
+        gpu.msm_g1(key, "h_query", scalars)
+
+
 @pytest.mark.ray
 def test_engine_with_gpu_prover(tmp_path):
     import ray

@@ -161,3 +161,25 @@ def test_scratch_bytes_counts_g2_affine_levels_beyond_the_freed_sort_input(monke
     g2_xyzz = 2 * 13 * n * 8 + 13 * 2**19 * 384 * 9 // 8 + n * 13
     extra = cuda_msm.AFFINE_BUDGET + 16 * n - 13 * n * 8
     assert cuda_msm.scratch_bytes(n) == g2_xyzz + extra > cuda_msm.scratch_bytes(n, "xyzz")
+
+
+def test_piece_len_keeps_a_fitting_msm_whole_and_halves_one_that_does_not():
+    """piece_len (cuda.msm; the backend cuts MSMs with it): the whole MSM when its scratch fits;
+    else the largest n / 2^k (rounded up) whose scratch fits; a refusal in one line naming need
+    and have when not even MIN_PIECE scalars fit."""
+    gib = 1 << 30
+    n = 1 << 27
+    assert cuda_msm.piece_len(n, cuda_msm.scratch_bytes(n)) == n
+    assert cuda_msm.piece_len(n, 12 * gib) == 1 << 25  # the 32 GiB PoRep's H MSM on an 80 GB card
+    assert cuda_msm.scratch_bytes(1 << 25) <= 12 * gib < cuda_msm.scratch_bytes(1 << 26)
+    odd = 130_169_893  # the 32 GiB PoRep's L query: not a power of two
+    step = cuda_msm.piece_len(odd, 10 * gib)
+    assert step == -(-odd // 4) and 4 * step >= odd > 3 * step
+    assert cuda_msm.scratch_bytes(step) <= 10 * gib < cuda_msm.scratch_bytes(-(-odd // 2))
+    small = 1000
+    assert cuda_msm.piece_len(small, cuda_msm.scratch_bytes(small)) == small  # below MIN_PIECE, fits: whole
+    with pytest.raises(MemoryError, match=r"^GPU memory: an MSM of 134217728 scalars needs 0\.47 GiB of "
+                                          r"scratch even in pieces of 1048576, 0\.10 GiB free$"):
+        cuda_msm.piece_len(n, gib // 10)
+    with pytest.raises(MemoryError, match=r"pieces of 1000, 0\.00 GiB free$"):
+        cuda_msm.piece_len(small, -5)

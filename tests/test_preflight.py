@@ -118,3 +118,20 @@ def test_object_store_counts_compact_partition_batches():
     assert dict(compact.parts)["12 partition batches x 0.2 GiB"] == 12 * c.partition_batch_bytes()
     assert dict(full.parts)["12 partition batches x 3.9 GiB"] == 12 * POREP.witness_bytes
     assert full.need - compact.need == 12 * (POREP.witness_bytes - c.partition_batch_bytes())
+
+
+def test_vram_on_an_80_gb_card_fits_one_partition_at_a_time_with_msms_in_pieces():
+    """The 32 GiB PoRep key (44.8 GiB) and A, B (5.3 GiB) leave an 80 GB card room for one
+    partition's working set and a | b | c, not for a whole 2^27 MSM's ~30 GiB of scratch: the
+    MSMs go in pieces (as the cuda backend cuts them), two partitions at once are refused with
+    the gpu_concurrency that fits; on an H200 nothing is cut."""
+    h100 = Have(10_000 * GIB, 10_000 * GIB, 10_000 * GIB, 79 * GIB)
+    with pytest.raises(PreflightError, match=r"^VRAM: need .* have 79\.0 GiB; gpu_concurrency=1 would fit$"):
+        check(POREP, plan(gpu_concurrency=2), h100)
+    vram = next(n for n in check(POREP, plan(gpu_concurrency=1), h100) if n.resource == "VRAM")
+    labels = dict(vram.parts)
+    assert "a|b|c (MSMs in pieces of 33554432 scalars)" in labels, vram.line()
+    assert vram.need <= 79 * GIB
+    h200 = Have(10_000 * GIB, 10_000 * GIB, 10_000 * GIB, 139 * GIB)
+    vram = next(n for n in check(POREP, plan(gpu_concurrency=2), h200) if n.resource == "VRAM")
+    assert "MSM scratch" in dict(vram.parts) and "pieces" not in vram.line()

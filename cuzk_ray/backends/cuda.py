@@ -33,6 +33,9 @@ returns an FrVector on the device, so a partition staged first is range-checked 
                  partition's kernels run meanwhile and it is not counted as GPU time
   msm_g2         kernels/msm_g2.cu on the resident b_g2_query (or a device slice of it), one MSM
                  (split_g2 = False: the prover does not cut it in halves as for the CPU)
+                 Both cut an MSM into consecutive pieces, run one after another, when its scratch
+                 does not fit in the free VRAM (cuda.msm.piece_len: the 32 GiB PoRep on an 80 GB
+                 card), and add the pieces' points on the host
 
 Curves: a key carries its curve (pk.curve), a constraint system its r (cs.modulus): the MSMs run
 on that curve's groups, H on its domain and kernels (cuda.spmv, cuda.ntt), raw scalars are
@@ -82,6 +85,16 @@ _account: contextvars.ContextVar = contextvars.ContextVar("cuzk_gpu_account", de
 def _msm_section(query: str) -> str:
     """The section an MSM's device time is counted under: "msm_h" for "h_query" (the stage's name)."""
     return "msm_" + query.removesuffix("_query")
+
+
+def _finish_sum(pieces: list, g, to_points):
+    """The point of an MSM from its pieces' MsmParts: each finished on the host (uint64[2, *elem])
+    and made a point of the key's curve (``to_points``), the points added."""
+    pts = [to_points(cuda_msm.finish(p).reshape(1, 2, *g.elem))[0] for p in pieces]
+    total = pts[0]
+    for p in pts[1:]:
+        total = total + p
+    return total
 
 
 class GpuKey:
@@ -153,6 +166,7 @@ class CudaBackend:
     qaps = ("snarkjs", "bellperson")  # the H conventions compute_h_from_witness computes (cuda/ntt.py)
     split_g2 = False  # one G2 MSM on the GPU (the CPU backend cuts it in two for two cores)
     precompute_h = True  # window multiples of the H bases when they pay and fit (GpuKey)
+    max_msm_piece: int | None = None  # scalars per MSM piece at most (None: as the free VRAM allows)
 
     def __init__(self, threads: int = 2):
         self.cp = require_cupy()
@@ -381,10 +395,9 @@ class CudaBackend:
         if len(s) != bases.n:
             raise ValueError(f"MSM {query}: {bases.n} bases but {len(s)} scalars")
         # H's scalars are evaluations of a b - c: uniform, so no 0/1 split (msm_parts split=False)
-        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, key.g1, bases, s,
-                                split=query != "h_query")
-        # host work, the device let go: uint64[2, *elem] -> one point of the key's curve
-        return key.groups.g1_points(cuda_msm.finish(parts).reshape(1, 2, *key.g1.elem))[0]
+        pieces = self._timed_gpu(_msm_section(query), self._msm_pieces, key.g1, bases, s,
+                                 split=query != "h_query")
+        return _finish_sum(pieces, key.g1, key.groups.g1_points)  # host work, the device let go
 
     def msm_g2(self, key: GpuKey, query: str, scalars, start: int | None = None):
         """sum_i scalars[i] * query[start + i] in G2 on the GPU. Without start the counts must
@@ -398,8 +411,26 @@ class CudaBackend:
             if start < 0 or start + len(s) > bases.n:
                 raise ValueError(f"MSM {query}: {len(s)} scalars from base {start} but {bases.n} bases")
             bases = bases.slice(start, len(s))
-        parts = self._timed_gpu(_msm_section(query), cuda_msm.msm_parts, key.g2, bases, s)
-        return key.groups.g2_points(cuda_msm.finish(parts).reshape(1, 2, *key.g2.elem))[0]  # host work
+        pieces = self._timed_gpu(_msm_section(query), self._msm_pieces, key.g2, bases, s)
+        return _finish_sum(pieces, key.g2, key.groups.g2_points)  # host work
+
+    def _msm_pieces(self, g, bases, scalars, split: bool = True) -> list:
+        """msm_parts of one MSM (a list of one MsmParts), or of consecutive pieces of it when its
+        scratch does not fit in the VRAM free now (cuda_msm.piece_len; at most max_msm_piece
+        scalars each when that is set). Run under the GPU lock: the free VRAM is read with no
+        other MSM of this backend running, and each piece's scratch goes back to CuPy's pool
+        for the next. A piece drops the H bases' table of window multiples (its rows are per
+        level), which only a card with room to spare has."""
+        free, _total = self.cp.cuda.runtime.memGetInfo()
+        free += self.cp.get_default_memory_pool().free_bytes() - VRAM_MARGIN
+        n = bases.n
+        step = cuda_msm.piece_len(n, free) if n else 0
+        if self.max_msm_piece is not None:
+            step = min(step, self.max_msm_piece)
+        if step >= n:
+            return [cuda_msm.msm_parts(g, bases, scalars, split=split)]
+        return [cuda_msm.msm_parts(g, bases.slice(a, min(step, n - a)), scalars[a : a + step], split=split)
+                for a in range(0, n, step)]
 
     def submit(self, fn, *args):
         return self.pool.submit(contextvars.copy_context().run, fn, *args)

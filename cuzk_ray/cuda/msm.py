@@ -347,6 +347,30 @@ def scratch_bytes(n: int, accumulate: str | None = None) -> int:
     return need + n * 13
 
 
+MIN_PIECE = 1 << 20  # scalars: the smallest piece piece_len cuts an MSM into (~0.5 GiB of scratch)
+
+
+def piece_len(n: int, free: int) -> int:
+    """Scalars per piece when an MSM of n scalars is cut into consecutive pieces, each run alone,
+    so that one piece's scratch (scratch_bytes) fits in ``free`` bytes of VRAM: n when the whole
+    MSM fits, else ceil(n / 2), ceil(n / 4), ... MemoryError in one line (need vs have) when not
+    even MIN_PIECE scalars' scratch fits.
+
+    Why: at 2^27 a uniform MSM's scratch is ~30 GiB (the 64-bit digit entries of 12 windows and
+    the sort's copy of them), which an 80 GB card cannot hold beside the 32 GiB PoRep key and
+    matrices (~50 GiB); pieces of 2^25 scalars take 9.6 GiB. Cost: every piece pays its own
+    bucket reduction (2^24 G1 buckets for a 2^27 plan, fewer for smaller pieces' plans) and the
+    host's finish (~0.4 ms G1, ~0.8 ms G2); the bucket accumulation, the bulk, is the same work."""
+    step = n
+    while step > MIN_PIECE and scratch_bytes(step) > free:
+        step = -(-step // 2)
+    need = scratch_bytes(step)
+    if need > free:
+        raise MemoryError(f"GPU memory: an MSM of {n} scalars needs {need / 2**30:.2f} GiB of scratch even in "
+                          f"pieces of {step}, {max(free, 0) / 2**30:.2f} GiB free")
+    return step
+
+
 @dataclass
 class Bases:
     """MSM bases resident on the device in the kernels' form: ``mont`` = affine Montgomery
