@@ -138,6 +138,8 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     if choice is None:
         choice = choose_engine(settings, proofs * circuit.partitions, pk.domain_size)
         settings = resolved(settings, choice)
+        # sizes known only now (a Filecoin circuit, recorded by load_key): checked before any prover starts
+        preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     setup_seed = pk.meta.get("seed") if insecure else None
     if insecure:  # on every run that uses such a key, not only the one that made it

@@ -156,6 +156,7 @@ def steady(args, proof, work: Path) -> int:
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.memory import MemorySampler
     from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.preflight import PreflightError, preflight
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
                  "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "key": args.key,
@@ -194,6 +195,14 @@ def steady(args, proof, work: Path) -> int:
     settings = EngineSettings.from_config(cfg)
     circuit = make_circuit(cfg["circuit"])
     circuit.adopt(setup, pk, vk, args.cache_dir)
+    try:  # as the job does once the key is mapped: a run that cannot fit is refused before any prover starts
+        fig["preflight"] = [n.line() for n in preflight(settings, circuit, args.cache_dir)]
+    except PreflightError as e:
+        fig["refused"] = str(e)
+        save()
+        print(f"preflight refused the run: {e}", flush=True)
+        return 2
+    ph.done("preflight", "; ".join(n for n in fig["preflight"] if n.startswith("VRAM")))
     mem = MemorySampler(0.5)
     with open_engine(settings, pk, setup.recording.cs, circuit, around=mem) as engine:
         ph.done("engine started", f"{len(engine.provers)} x {engine.backend}, pw={engine.pw}")
@@ -208,7 +217,15 @@ def steady(args, proof, work: Path) -> int:
         batch = engine.run(args.repeat, seed=0, progress=progress)
     ph.done(f"{args.repeat} proof(s) of {proof.config.partitions} partitions")
     ok = not batch.failed and all(r.verified for r in batch.results)
+    for pid, why in sorted(batch.failed.items()):
+        print(f"{pid} failed: {why}", flush=True)
     first = sorted((r for r in batch.results if r.proof_index == 0), key=lambda r: r.partition)
+    if len(first) != proof.config.partitions:
+        fig.update(failed={str(k): v for k, v in batch.failed.items()}, all_verified=False)
+        save()
+        print(f"proof 0: {len(first)} of {proof.config.partitions} partitions proved; no MultiProof to check",
+              flush=True)
+        return 1
     c2.check_multiproof(read_vk(vk), c1, [r.proof for r in first])  # raises naming the partitions that fail
     ph.done("MultiProof 0 vs the C1's inputs")
     n_dev = 1 if args.backend == "cuda" else None

@@ -299,3 +299,48 @@ def test_a_params_key_is_decoded_once_into_a_mapped_bundle(sealed, proved, tmp_p
     with pytest.raises(ParamsError, match=r"short\.params: .*truncated"):
         c2.mapped_params(short, setup, tmp_path / "cache")
     assert not (tmp_path / "cache" / "keys" / "short.params.bundle").exists()
+
+
+# --- the preflight, once the key is known ------------------------------------------------------------------
+
+
+def test_a_loaded_filecoin_key_has_the_shape_the_preflight_checks(sealed, proved):
+    """Before load_key a Filecoin circuit's sizes are unknown (None: the preflight waits); after it,
+    key_shape is the mapped key's (its queries' lengths, the recording's non-zeros), so the job's
+    second preflight checks VRAM, host memory and the object store with real numbers."""
+    from cuzk_ray.circuits import make_circuit
+    from cuzk_ray.preflight import Have, PreflightError, RunPlan, check
+
+    _, c1, cache = sealed
+    circuit = make_circuit({"kind": "filecoin", "c1": str(c1), "variant": "inputs"})
+    assert circuit.key_shape() is None and not circuit.key_cached(cache)
+    pk, cs, _ = circuit.load_key(cache)
+    shape = circuit.key_shape()
+    assert (shape.n_wires, shape.n_public, shape.domain) == (pk.n_wires, pk.n_public, pk.domain_size)
+    assert shape.key_bytes == pk.nbytes  # every query and density index counted, nothing else
+    assert (shape.nnz_a, shape.nnz_b, shape.nnz_c) == (cs.A.nnz, cs.B.nnz, cs.C.nnz)
+    assert circuit.key_cached(cache) and circuit.key_bundle  # mapped: no disk to find, no object-store copy
+    plan = RunPlan(pw=2, partition_host_bytes=1 << 20, backend="cuda", engine="ray", key_on_disk=False,
+                   key_in_object_store=False)
+    roomy = Have(disk_free=1 << 40, host_available=1 << 40, object_store=1 << 40, vram_free=1 << 40)
+    assert all(n.fits for n in check(shape, plan, roomy))  # the positive twin
+    short = Have(disk_free=1 << 40, host_available=1 << 40, object_store=1 << 40, vram_free=pk.nbytes // 2)
+    with pytest.raises(PreflightError, match=r"^VRAM: need .*key .*, have "):
+        check(shape, plan, short)
+
+
+def test_the_job_refuses_a_filecoin_run_that_cannot_fit_before_ray_starts(sealed, proved, tmp_path):
+    """circuit=filecoin: the preflight runs again once the key is mapped, and a run that cannot
+    fit (here an object store too small for the partitions' batches) ends in one line, exit 2,
+    with nothing written to output_dir."""
+    _, c1, cache = sealed
+    out = tmp_path / "run"
+    r = subprocess.run([sys.executable, str(REPO / "jobs" / "prove.py"), "circuit=filecoin", f"circuit.c1={c1}",
+                        "circuit.variant=inputs", f"cache_dir={cache}", f"output_dir={out}", "backend=cpu",
+                        "engine=ray", "ray.object_store_memory=1MiB"],
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: object store: need"), r.stderr[-2000:]
+    assert lines[0].endswith("have 1.0 MiB"), lines[0]
+    assert not (out / "manifest.json").exists()

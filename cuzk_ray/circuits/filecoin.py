@@ -34,7 +34,6 @@ class FilecoinCircuit:
 
     kind = "filecoin"
     local_files = True  # the C1 is read where the driver runs
-    key_bundle = False
 
     @classmethod
     def from_config(cls, c: dict) -> FilecoinCircuit:
@@ -91,17 +90,28 @@ class FilecoinCircuit:
         """Take ``setup`` (c2.CircuitSetup) and its key ``pk`` (with its .vk path) as this circuit's:
         what load_key does once it has them (jobs/bench_filecoin_c2.py makes them step by step)."""
         from ..filecoin.c2 import full_wires
+        from ..preflight import KeyShape
 
+        rec = setup.recording.shape
+        shape = KeyShape(pk.n_wires, pk.n_public, pk.domain_size, rec.nnz_a, rec.nnz_b, rec.nnz_c,
+                         a_points=len(pk.a_query), b_points=len(pk.b_g1_query))
         self.meta.update(cache_dir=os.path.abspath(os.path.expanduser(os.fspath(cache_dir))), vk=str(vk),
                          n_wires=pk.n_wires, domain=pk.domain_size, circuit_id=setup.name,
-                         full_wires=full_wires(setup))
+                         full_wires=full_wires(setup), key_shape=shape, bundle=bool(pk.meta.get("bundle_path")))
+
+    @property
+    def key_bundle(self) -> bool:
+        """Whether the key is mapped from a native bundle (on one node the actors map it too)."""
+        return self.meta.get("bundle", False)
 
     def key_shape(self, quick: bool = False):
-        """None: the sizes are known once the circuit is recorded (load_key)."""
-        return None
+        """The key's sizes once load_key (or adopt) has recorded the circuit and mapped its key;
+        None before: a sector size's counts come from its recording, its densities from the key."""
+        return self.meta.get("key_shape")
 
     def key_cached(self, cache_dir, setup_seed: int = 0) -> bool:
-        return False
+        """True once the key is mapped (nothing left to write to disk)."""
+        return "key_shape" in self.meta
 
     @property
     def key_label(self) -> str:
