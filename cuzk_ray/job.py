@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from dataclasses import Field, fields, is_dataclass
+from dataclasses import Field, fields, is_dataclass, replace
 from pathlib import Path
 
 from .console import LOG_FILE, Console, Progress
@@ -105,6 +105,19 @@ def known_domain(circuit) -> int | None:
     return shape.domain if shape is not None else None
 
 
+def fit_gpu(settings, circuit, cfg: dict, say):
+    """``settings`` with gpu_concurrency lowered to what the GPU's free memory holds (one line
+    saying so), as pw is bounded by the host budget; unchanged when it fits or is unknown."""
+    from .preflight import fitted_concurrency
+
+    gc = fitted_concurrency(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])
+    if gc == settings.gpu_concurrency:
+        return settings
+    say(f"gpu_concurrency={settings.gpu_concurrency} does not fit in the GPU's free memory: "
+        f"{gc} partition(s) per GPU at once")
+    return replace(settings, gpu_concurrency=gc)
+
+
 def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
@@ -128,6 +141,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     if domain is not None:  # the engine is chosen before the preflight, which checks what that engine needs
         choice = choose_engine(settings, proofs * circuit.partitions, domain)
         settings = resolved(settings, choice)
+    settings = fit_gpu(settings, circuit, cfg, say)
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     if settings.engine == "ray" and settings.ray.get("temp_dir") and embedded(settings.ray):
         warn_full_disk(settings.ray["temp_dir"])  # once, before Ray would say it every 10 s
@@ -139,6 +153,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
         choice = choose_engine(settings, proofs * circuit.partitions, pk.domain_size)
         settings = resolved(settings, choice)
         # sizes known only now (a Filecoin circuit, recorded by load_key): checked before any prover starts
+        settings = fit_gpu(settings, circuit, cfg, say)
         preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     setup_seed = pk.meta.get("seed") if insecure else None

@@ -220,6 +220,32 @@ def vram_need(shape: KeyShape, plan: RunPlan, have: Have) -> Need:
     return Need("VRAM", tuple(parts) + (("margin", VRAM_MARGIN),), have.vram_free)
 
 
+def fit_concurrency(shape: KeyShape, plan: RunPlan, have: Have) -> int:
+    """The largest gpu_concurrency, at most the plan's, whose VRAM fits; the plan's own when none
+    does (check then refuses, naming the shortfall) or when the VRAM is unknown. The 32 GiB PoRep
+    on an 80 GB card: 1 (two partitions' working sets do not fit beside its key)."""
+    from dataclasses import replace
+
+    if plan.backend != "cuda" or have.vram_free is None:
+        return plan.gpu_concurrency
+    for gc in range(plan.gpu_concurrency, 0, -1):
+        if vram_need(shape, replace(plan, gpu_concurrency=gc), have).fits:
+            return gc
+    return plan.gpu_concurrency
+
+
+def fitted_concurrency(settings, circuit, cache_dir: str, setup_seed: int = 0) -> int:
+    """fit_concurrency for a job about to run: its circuit's shape (the quick one, nothing hashed
+    or drawn) against this machine's free VRAM; settings' own when the sizes are not known yet.
+    The engine bounds gpu_concurrency by the VRAM as it bounds pw by the host budget."""
+    if settings.backend != "cuda":
+        return settings.gpu_concurrency
+    shape = circuit.key_shape(quick=True)
+    if shape is None:
+        return settings.gpu_concurrency
+    return fit_concurrency(shape, *_plan(settings, circuit, shape, cache_dir, setup_seed, quick=True))
+
+
 def largest_pw(shape: KeyShape, plan: RunPlan, have: Have) -> int:
     """The largest pw (>= 1) whose host memory and object store fit, or 0 when none does."""
     from dataclasses import replace

@@ -156,6 +156,7 @@ def steady(args, proof, work: Path) -> int:
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.memory import MemorySampler
     from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.job import fit_gpu
     from cuzk_ray.preflight import PreflightError, preflight
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
@@ -195,6 +196,8 @@ def steady(args, proof, work: Path) -> int:
     settings = EngineSettings.from_config(cfg)
     circuit = make_circuit(cfg["circuit"])
     circuit.adopt(setup, pk, vk, args.cache_dir)
+    settings = fit_gpu(settings, circuit, cfg, print)  # as the job: one partition at a time where two do not fit
+    fig["gpu_concurrency"] = settings.gpu_concurrency
     try:  # as the job does once the key is mapped: a run that cannot fit is refused before any prover starts
         fig["preflight"] = [n.line() for n in preflight(settings, circuit, args.cache_dir)]
     except PreflightError as e:
@@ -251,7 +254,8 @@ def table(fig: dict) -> None:
         return "-" if v is None else f"{v / scale:.2f}{unit}"
 
     threads = "a Ray task: 1 thread" if fig["engine"] == "ray" else "every core"  # ray_executor.synthesize_partition
-    run = f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}"
+    run = (f"{fig['proof']} ({fig['variant']}), {fig['backend']}, engine {fig['engine']}, pw {fig['pw']}, "
+           f"gpu_concurrency {fig.get('gpu_concurrency')}")
     rows = [("sector", run + "".join(f", {x}" for x in fig.get("set", []))),
             ("proofs", f"{fig['repeat']} x {fig['partitions_proved'] // max(1, fig['repeat'])} partitions, all "
                        f"verified: {fig['all_verified']}"),

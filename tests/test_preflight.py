@@ -3,7 +3,7 @@ a run that fits passes; a smaller pw is offered when one fits."""
 
 import pytest
 
-from cuzk_ray.preflight import GIB, Have, KeyShape, PreflightError, RunPlan, check, needs
+from cuzk_ray.preflight import GIB, Have, KeyShape, PreflightError, RunPlan, check, fit_concurrency, needs
 
 # Filecoin's 32 GiB PoRep partition (DESIGN.md section 5), key stored by density
 POREP = KeyShape(n_wires=130_169_893 + 328, n_public=327, domain=1 << 27, nnz_a=309_400_000,
@@ -135,3 +135,22 @@ def test_vram_on_an_80_gb_card_fits_one_partition_at_a_time_with_msms_in_pieces(
     h200 = Have(10_000 * GIB, 10_000 * GIB, 10_000 * GIB, 139 * GIB)
     vram = next(n for n in check(POREP, plan(gpu_concurrency=2), h200) if n.resource == "VRAM")
     assert "MSM scratch" in dict(vram.parts) and "pieces" not in vram.line()
+
+
+def test_gpu_concurrency_is_lowered_to_what_the_vram_holds():
+    """As pw is bounded by the host budget, gpu_concurrency is bounded by the free VRAM: the
+    32 GiB PoRep on an 80 GB card runs one partition at a time, on an H200 two; when not even one
+    fits the plan's own is kept, so that check refuses it naming the shortfall; unknown VRAM (no
+    GPU on the driver) or the CPU backend change nothing."""
+    def have(vram):
+        return Have(10_000 * GIB, 10_000 * GIB, 10_000 * GIB, vram)
+
+    assert fit_concurrency(POREP, plan(gpu_concurrency=2), have(79 * GIB)) == 1
+    assert all(n.fits for n in check(POREP, plan(gpu_concurrency=1), have(79 * GIB)))
+    assert fit_concurrency(POREP, plan(gpu_concurrency=2), have(139 * GIB)) == 2
+    assert fit_concurrency(POREP, plan(gpu_concurrency=3), have(95 * GIB)) == 2  # the largest that fits
+    assert fit_concurrency(POREP, plan(gpu_concurrency=2), have(40 * GIB)) == 2
+    with pytest.raises(PreflightError, match=r"^VRAM: need .* have 40\.0 GiB$"):
+        check(POREP, plan(gpu_concurrency=2), have(40 * GIB))
+    assert fit_concurrency(POREP, plan(gpu_concurrency=2), have(None)) == 2
+    assert fit_concurrency(POREP, plan(gpu_concurrency=2, backend="cpu"), have(79 * GIB)) == 2
