@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 WHAT=${1:-all}
 REPEAT=${2:-3}
 KEY=${KEY:-bundle}   # bundle: the dev key mapped from a native bundle; params: through a .params file
-BENCH_SET=${BENCH_SET:-}  # one engine override for the bench, e.g. gpu_concurrency=1 on an 80 GB H100
+BENCH_SET=${BENCH_SET:-}  # one engine override for the bench, e.g. pw=8 (gpu_concurrency is fitted to the VRAM)
 OUT=${OUT:-outputs/gpu-issue30}
 mkdir -p "$OUT"
 START=$(date +%s)
