@@ -220,11 +220,12 @@ def steady(args, proof, work: Path) -> int:
         batch = engine.run(args.repeat, seed=0, progress=progress)
     ph.done(f"{args.repeat} proof(s) of {proof.config.partitions} partitions")
     ok = not batch.failed and all(r.verified for r in batch.results)
-    for pid, why in sorted(batch.failed.items()):
+    fig["failed"] = {str(k): v for k, v in batch.failed.items()}
+    for pid, why in sorted(fig["failed"].items()):
         print(f"{pid} failed: {why}", flush=True)
     first = sorted((r for r in batch.results if r.proof_index == 0), key=lambda r: r.partition)
     if len(first) != proof.config.partitions:
-        fig.update(failed={str(k): v for k, v in batch.failed.items()}, all_verified=False)
+        fig["all_verified"] = False
         save()
         print(f"proof 0: {len(first)} of {proof.config.partitions} partitions proved; no MultiProof to check",
               flush=True)
@@ -236,7 +237,6 @@ def steady(args, proof, work: Path) -> int:
     fig.update({
         "s_per_proof_steady": summary["s_per_proof"] if args.repeat > 1 else None,
         "proving_wall_s": batch.wall_s, "partitions_proved": len(batch.results), "all_verified": ok,
-        "failed": {str(k): v for k, v in batch.failed.items()},
         "witness_s_per_partition": median(r.times.get("synthesis", float("nan")) for r in batch.results),
         "gpu_s_per_partition": median(r.times.get("gpu", float("nan")) for r in batch.results),
         "prove_s_per_partition": median(r.times.get("prove_total", float("nan")) for r in batch.results),
