@@ -403,6 +403,7 @@ def test_status_reports_queue_proofs_provers_keys_and_budget(svc):
     assert len(st["provers"]) == 1  # one pool: one CPU prover on the one node, for every key
     assert set(st["provers"][0]["keys"]) == {k["key_id"] for k in st["keys"]}
     assert all(k["bytes"] > 0 and k["provers"] == 1 for k in st["keys"])
+    assert all(k["partitions_at_once"] is None for k in st["keys"])  # CPU provers: no VRAM to fit
     assert st["key_bytes"] == sum(k["bytes"] for k in st["keys"])
     assert st["host"]["reserved"] == 0 and st["host"]["budget"] is None
     # host memory measured on the node: the engine actor, the prover and Ray's processes

@@ -4,7 +4,9 @@ at the call site, so this module does not import Ray at load time)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
+from contextlib import contextmanager
 
 from ..partition import from_record_batch
 from .types import BundleKey, KeyRef, PartitionOutcome, StoreKey
@@ -25,8 +27,6 @@ class ProverActor:
     retried after evicting this actor's least recently used key that no partition is using."""
 
     def __init__(self, backend: str, threads: int = 2):
-        import threading
-
         self.backend_arg, self.threads = backend, threads
         self.worker: ProverWorker | None = None
         self.backend_name = backend
@@ -34,6 +34,7 @@ class ProverActor:
         self.in_use: dict[str, int] = {}  # key id -> partitions proving with it now (never evicted then)
         self._lock = threading.Lock()  # GPU actors are threaded: one load or eviction at a time
         self._use_lock = threading.Lock()  # in_use (held briefly: a load does not hold up other keys' partitions)
+        self.slots = KeySlots()  # a key's own limit of partitions at once (KeyRef.concurrency)
 
     def _load(self, key: KeyRef | None) -> None:
         """Make the key resident (once): map a bundle, or fetch the key and matrices from the store."""
@@ -92,9 +93,10 @@ class ProverActor:
             self.in_use[key.key_id] = self.in_use.get(key.key_id, 0) + 1
         try:
             self._load(key)
-            t0 = time.perf_counter()
-            part = from_record_batch(batch)
-            out = self.worker.prove(key.key_id, part, r, s)
+            with self.slots.hold(key.key_id, key.concurrency):  # the wait is not the partition's time
+                t0 = time.perf_counter()
+                part = from_record_batch(batch)
+                out = self.worker.prove(key.key_id, part, r, s)
         finally:
             with self._use_lock:
                 self.in_use[key.key_id] -= 1
@@ -113,6 +115,27 @@ class ProverActor:
 
             prover_metrics()["gpu_busy"].inc(out.times["gpu"], tags={"backend": self.backend_name})
         return out
+
+
+class KeySlots:
+    """Per key, at most ``limit`` callers inside ``hold`` at once (the others wait their turn):
+    a GPU prover's threads are fixed when it starts, and a key whose working sets fit the VRAM
+    only one at a time (the 32 GiB PoRep on an 80 GB card) must not run two of its partitions
+    together. ``limit`` 0 (or None): no limit of the key's own."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._sems: dict[tuple[str, int], threading.Semaphore] = {}
+
+    @contextmanager
+    def hold(self, key_id: str, limit: int | None):
+        if not limit:
+            yield
+            return
+        with self._lock:  # keyed by the limit too: a key added again with another limit gets its own
+            sem = self._sems.setdefault((key_id, limit), threading.Semaphore(limit))
+        with sem:
+            yield
 
 
 def fetch_key(source):

@@ -50,13 +50,14 @@ class Engine:
         if self.memory is not None:
             self.memory.start(self.scheduler.load)
 
-    def add_key(self, key_id: str, pk, cs, circuit, warm: bool = True) -> KeyContext:
+    def add_key(self, key_id: str, pk, cs, circuit, warm: bool = True, concurrency: int = 0) -> KeyContext:
         """Make a key available to the pool (resident on the provers with ``warm``); the context
         a proof of it is added to the scheduler with. Refused in one line when one partition of
-        the circuit cannot fit the host budget, or the key cannot load."""
+        the circuit cannot fit the host budget, or the key cannot load. ``concurrency``: at most
+        this many of its partitions on one GPU prover at once (0: settings.gpu_concurrency)."""
         part_bytes = partition_host_bytes(circuit, pk.domain_size, self.settings.backend)
         check_budget(self.settings.host_budget, part_bytes, circuit.circuit_id)
-        self.executor.add_key(key_id, pk, cs, warm=warm)
+        self.executor.add_key(key_id, pk, cs, warm=warm, concurrency=concurrency)
         if self.memory is not None and self.memory.running and self.scheduler.idle:
             self.memory.sample()  # idle: the baseline takes the key in (it is not partitions' work)
         return KeyContext(key_id, circuit, pk.vk, part_bytes)

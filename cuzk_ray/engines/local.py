@@ -26,8 +26,9 @@ class LocalExecutor:
         self.metrics = Metrics()
         self._queue: deque[tuple[WorkItem, dict]] = deque()
 
-    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> None:
-        """Load the key into this process's backend (now: there is nothing to gain by waiting)."""
+    def add_key(self, key_id: str, pk, cs, warm: bool = True, concurrency: int = 0) -> None:
+        """Load the key into this process's backend (now: there is nothing to gain by waiting;
+        one partition at a time, whatever ``concurrency``)."""
         self.prover_info[0]["load_seconds"] = self.worker.load(key_id, pk, cs)
 
     def remove_key(self, key_id: str) -> None:

@@ -171,12 +171,14 @@ class RayExecutor:
         # pool's state (held keys, down provers, work in flight) changes under this lock
         self._lock = threading.RLock()
 
-    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> KeyRef:
+    def add_key(self, key_id: str, pk, cs, warm: bool = True, concurrency: int = 0) -> KeyRef:
         """Make a key available to the pool (and, with ``warm``, resident on every prover that is
         up, kernels warm, before this returns: RuntimeError in one line when it cannot load). A
         prover killed while it loads the key is restarted and loads it again (it is down until
-        then, as when it dies mid-prove)."""
-        ref = KeyRef(key_id, key_source(pk, cs), int(pk.nbytes + (cs.nbytes if cs is not None else 0)))
+        then, as when it dies mid-prove). ``concurrency``: at most this many of its partitions on
+        one prover at once (0: the prover's threads)."""
+        ref = KeyRef(key_id, key_source(pk, cs), int(pk.nbytes + (cs.nbytes if cs is not None else 0)),
+                     concurrency)
         self.keys[key_id] = ref
         if warm:
             try:

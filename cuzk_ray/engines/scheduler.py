@@ -66,8 +66,9 @@ class Executor(Protocol):
     def pw(self, requested: int | None) -> int:
         """Partitions in flight it takes: ``requested``, or its default for None."""
 
-    def add_key(self, key_id: str, pk, cs, warm: bool = True) -> object:
-        """Make a key available to its provers (resident on them now with ``warm``)."""
+    def add_key(self, key_id: str, pk, cs, warm: bool = True, concurrency: int = 0) -> object:
+        """Make a key available to its provers (resident on them now with ``warm``; at most
+        ``concurrency`` of its partitions on one prover at once, 0: no limit of its own)."""
 
     def remove_key(self, key_id: str) -> None:
         """Drop a key from its provers (none of its partitions in flight)."""

@@ -70,11 +70,14 @@ class StoreKey:
 @dataclass(frozen=True)
 class KeyRef:
     """A key as the prover pool's actors get it: its id, where to load it from (a BundleKey or
-    StoreKey, small), and its bytes (the pool's accounting of what each prover holds)."""
+    StoreKey, small), its bytes (the pool's accounting of what each prover holds), and at most how
+    many of its partitions one prover works on at once (0: as many as the prover's threads; the
+    service's provers start before a key's VRAM need is known, preflight.fit_concurrency)."""
 
     key_id: str
     source: BundleKey | StoreKey
     nbytes: int = 0
+    concurrency: int = 0
 
 
 @dataclass(frozen=True)

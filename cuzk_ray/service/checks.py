@@ -16,7 +16,7 @@ from typing import NamedTuple
 from ..errors import user_errors
 from ..locks import check_unlocked, hold_lock
 from ..outputs import LOCK, LOCK_ADVICE
-from .keys import key_circuit, key_id
+from .keys import fitted, key_circuit, key_id
 from .models import FILE_KEYS, Forbidden, Invalid, one_line
 
 # A request is one proof; its partitions are proved and answered together. Filecoin's proofs have
@@ -90,11 +90,13 @@ def check_partitions(n: int) -> int:
 
 def check_fits(kid: str, circuit: dict, cfg: dict, settings) -> None:
     """The batch job's preflight, quick pass (sizes only: nothing allocated or hashed), for a key
-    that would have to be loaded: a size this machine cannot hold is refused now, not failed later."""
+    that would have to be loaded, at the gpu_concurrency its partitions fit (keys.fitted): a size
+    this machine cannot hold is refused now, not failed later."""
     from ..preflight import PreflightError, preflight_quick
 
+    base = key_circuit(circuit)
     try:
-        preflight_quick(settings, key_circuit(circuit), cfg["cache_dir"], cfg["setup_seed"])
+        preflight_quick(fitted(settings, base, cfg), base, cfg["cache_dir"], cfg["setup_seed"])
     except PreflightError as e:
         raise ValueError(f"circuit: key {kid}: {e}") from None
 

@@ -92,33 +92,51 @@ class ResidentKey:
     source: str  # where the key came from (keystore path or zkey)
     insecure: bool = False
     setup_seed: int | None = None
+    partitions_at_once: int = 0  # its own limit per GPU prover (0: the provers' gpu_concurrency)
     last_used: float = field(default_factory=time.time)
 
     def view(self, provers: int) -> dict:
         """/v1/status's entry (``provers``: how many of the pool's provers hold it now)."""
         return {"key_id": self.key_id, "bytes": self.nbytes, "load_seconds": round(self.load_seconds, 3),
                 "source": self.source, "provers": provers, "last_used": self.last_used,
-                "insecure_dev_setup": self.insecure}
+                "insecure_dev_setup": self.insecure, "partitions_at_once": self.partitions_at_once or None}
 
 
 def make_resident(kid: str, circuit: dict, engine, cfg: dict) -> ResidentKey:
     """Load (or make, for a development key) the key of ``circuit`` and add it to the prover pool
-    of ``engine`` (resident in its provers when this returns). The batch job's preflight runs first."""
+    of ``engine`` (resident in its provers when this returns). The batch job's preflight runs
+    first, and again once the key is read when only then its sizes are known (a Filecoin key):
+    a key whose partitions fit the GPU only fewer at a time than the provers' threads is added
+    with that limit (as the batch job lowers gpu_concurrency), one that does not fit is refused."""
     from ..preflight import preflight
 
     base = key_circuit(circuit)
     t0 = time.perf_counter()
-    preflight(engine.settings, base, cfg["cache_dir"], cfg["setup_seed"])
+    known = base.key_shape(quick=True) is not None
+    settings = fitted(engine.settings, base, cfg)
+    preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"])
     pk, cs, info = base.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
+    if not known:  # before the provers load it: a refusal here costs no VRAM
+        settings = fitted(engine.settings, base, cfg)
+        preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"])
     kc = KeyCircuit(base)
-    context = engine.add_key(kid, pk, cs, kc)
+    limit = settings.gpu_concurrency if settings.gpu_concurrency < engine.settings.gpu_concurrency else 0
+    context = engine.add_key(kid, pk, cs, kc, concurrency=limit)
     seconds = time.perf_counter() - t0
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     nbytes = int(pk.nbytes + (cs.nbytes if cs is not None else 0))
     log.info("key %s resident in %.1f s (%s, %s; %d B; %d prover(s))", kid, seconds, info["key"], info["note"],
              nbytes, len(engine.provers))
     return ResidentKey(kid, kc, pk, context, nbytes, seconds, str(info["key"]), insecure,
-                       pk.meta.get("seed") if insecure else None)
+                       pk.meta.get("seed") if insecure else None, limit)
+
+
+def fitted(settings, base, cfg: dict):
+    """``settings`` with gpu_concurrency lowered to what the GPU's free memory holds for this
+    key's partitions (a log line says so), as the batch job fits it (job.fit_gpu)."""
+    from ..job import fit_gpu
+
+    return fit_gpu(settings, base, cfg, lambda line: log.info("key of %s: %s", base.circuit_id, line))
 
 
 def estimate_bytes(circuit: dict) -> int:
