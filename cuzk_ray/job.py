@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from dataclasses import Field, fields, is_dataclass, replace
+from dataclasses import Field, fields, is_dataclass
 from pathlib import Path
 
 from .console import LOG_FILE, Console, Progress
@@ -105,19 +105,6 @@ def known_domain(circuit) -> int | None:
     return shape.domain if shape is not None else None
 
 
-def fit_gpu(settings, circuit, cfg: dict, say):
-    """``settings`` with gpu_concurrency lowered to what the GPU's free memory holds (one line
-    saying so), as pw is bounded by the host budget; unchanged when it fits or is unknown."""
-    from .preflight import fitted_concurrency
-
-    gc = fitted_concurrency(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])
-    if gc == settings.gpu_concurrency:
-        return settings
-    say(f"gpu_concurrency={settings.gpu_concurrency} does not fit in the GPU's free memory: "
-        f"{gc} partition(s) per GPU at once")
-    return replace(settings, gpu_concurrency=gc)
-
-
 def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
@@ -130,7 +117,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     from .errors import ProofFailed
     from .formats.native import file_sha256
     from .keystore import insecure_line
-    from .preflight import preflight
+    from .preflight import fit_gpu, preflight
 
     say = console.say
     t_start = time.perf_counter()
@@ -141,7 +128,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
     if domain is not None:  # the engine is chosen before the preflight, which checks what that engine needs
         choice = choose_engine(settings, proofs * circuit.partitions, domain)
         settings = resolved(settings, choice)
-    settings = fit_gpu(settings, circuit, cfg, say)
+    settings = fit_gpu(settings, circuit, cfg["cache_dir"], cfg["setup_seed"], say)
     preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])  # disk, host, object store, VRAM
     if settings.engine == "ray" and settings.ray.get("temp_dir") and embedded(settings.ray):
         warn_full_disk(settings.ray["temp_dir"])  # once, before Ray would say it every 10 s
@@ -153,7 +140,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
         choice = choose_engine(settings, proofs * circuit.partitions, pk.domain_size)
         settings = resolved(settings, choice)
         # sizes known only now (a Filecoin circuit, recorded by load_key): checked before any prover starts
-        settings = fit_gpu(settings, circuit, cfg, say)
+        settings = fit_gpu(settings, circuit, cfg["cache_dir"], cfg["setup_seed"], say)
         preflight(settings, circuit, cfg["cache_dir"], cfg["setup_seed"])
     insecure = bool(pk.meta.get("insecure_dev_setup"))
     setup_seed = pk.meta.get("seed") if insecure else None

@@ -234,16 +234,31 @@ def fit_concurrency(shape: KeyShape, plan: RunPlan, have: Have) -> int:
     return plan.gpu_concurrency
 
 
-def fitted_concurrency(settings, circuit, cache_dir: str, setup_seed: int = 0) -> int:
+def fitted_concurrency(settings, circuit, cache_dir: str, setup_seed: int = 0, vram: int | None = None) -> int:
     """fit_concurrency for a job about to run: its circuit's shape (the quick one, nothing hashed
-    or drawn) against this machine's free VRAM; settings' own when the sizes are not known yet.
-    The engine bounds gpu_concurrency by the VRAM as it bounds pw by the host budget."""
+    or drawn) against this machine's free VRAM (``vram``: the room measured elsewhere, the
+    service's provers: engines.admission.vram_room); settings' own when the sizes are not known
+    yet. The engine bounds gpu_concurrency by the VRAM as it bounds pw by the host budget."""
     if settings.backend != "cuda":
         return settings.gpu_concurrency
     shape = circuit.key_shape(quick=True)
     if shape is None:
         return settings.gpu_concurrency
-    return fit_concurrency(shape, *_plan(settings, circuit, shape, cache_dir, setup_seed, quick=True))
+    return fit_concurrency(shape, *_plan(settings, circuit, shape, cache_dir, setup_seed, quick=True, vram=vram))
+
+
+def fit_gpu(settings, circuit, cache_dir: str, setup_seed: int, say, vram: int | None = None):
+    """``settings`` with gpu_concurrency lowered to what the GPU's free memory (or ``vram``) holds
+    for ``circuit``'s partitions, ``say`` given one line saying so, as pw is bounded by the host
+    budget; unchanged when it fits or is unknown."""
+    from dataclasses import replace
+
+    gc = fitted_concurrency(settings, circuit, cache_dir, setup_seed, vram)
+    if gc == settings.gpu_concurrency:
+        return settings
+    say(f"gpu_concurrency={settings.gpu_concurrency} does not fit in the GPU's free memory: "
+        f"{gc} partition(s) per GPU at once")
+    return replace(settings, gpu_concurrency=gc)
 
 
 def largest_pw(shape: KeyShape, plan: RunPlan, have: Have) -> int:
@@ -279,26 +294,34 @@ def check(shape: KeyShape, plan: RunPlan, have: Have) -> list[Need]:
     return got
 
 
-def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0) -> tuple[KeyShape, RunPlan, Have] | None:
+def plan_run(settings, circuit, cache_dir: str, setup_seed: int = 0,
+             vram: int | None = None) -> tuple[KeyShape, RunPlan, Have] | None:
     """The shape, plan and machine of a job about to run (None when the circuit's sizes are not
     known before its key is read; a zkey's come from its headers, its queries counted dense).
     ``settings``: engines.EngineSettings. The
     object store's have is /dev/shm for an embedded Ray (ray.object_store_memory when set); on a
     cluster it is not known before connecting, and not checked. pw unset: as the engine picks it
-    (2 with CPU provers, pw_per_gpu per visible GPU)."""
+    (2 with CPU provers, pw_per_gpu per visible GPU). ``vram``: the VRAM have, measured elsewhere
+    (the service's provers); None: this process reads its GPU's free memory."""
     shape = circuit.key_shape()
     if shape is None:
         return None
-    return shape, *_plan(settings, circuit, shape, cache_dir, setup_seed)
+    return shape, *_plan(settings, circuit, shape, cache_dir, setup_seed, vram=vram)
 
 
 def _plan(settings, circuit, shape: KeyShape, cache_dir: str, setup_seed: int,
-          quick: bool = False) -> tuple[RunPlan, Have]:
+          quick: bool = False, vram: int | None = None) -> tuple[RunPlan, Have]:
     """The plan and the machine for ``shape``; ``quick``: the key's disk left out (whether it is
-    cached is not asked: for a zkey that hashes the whole file)."""
+    cached is not asked: for a zkey that hashes the whole file); ``vram``: see plan_run."""
+    from .backends import visible_gpus
     from .engines.admission import bounded_pw, expected_pw, parse_bytes, partition_host_bytes
 
-    vram, gpus = _vram_free() if settings.backend == "cuda" else (None, 0)
+    if settings.backend != "cuda":
+        vram, gpus = None, 0
+    elif vram is None:
+        vram, gpus = _vram_free()
+    else:  # no CUDA context in this process for it
+        gpus = visible_gpus()
     part_bytes = partition_host_bytes(circuit, shape.domain, settings.backend)
     pw = bounded_pw(expected_pw(settings, gpus), settings.host_budget, part_bytes)  # as the engine bounds it
     # an embedded Ray is one node: a built-in key (a bundle) reaches the actors as its path
@@ -336,7 +359,7 @@ def _vram_free() -> tuple[int | None, int]:
     return int(cupy.cuda.runtime.memGetInfo()[0]), n
 
 
-def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:
+def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0, vram: int | None = None) -> list[Need]:
     """check() for a job about to run (see plan_run); [] when its sizes are not known yet.
 
     A quick pass comes first, so that a size that cannot fit is refused before anything is
@@ -345,20 +368,20 @@ def preflight(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Ne
     3.7 TiB at 2^40; a zkey's sizes from its headers) against host memory, object store and VRAM,
     the key's disk left out (asking whether a zkey's conversion is cached hashes the file). Then
     the exact shape, with the disk."""
-    if not preflight_quick(settings, circuit, cache_dir, setup_seed):
+    if not preflight_quick(settings, circuit, cache_dir, setup_seed, vram):
         return []
-    planned = plan_run(settings, circuit, cache_dir, setup_seed)
+    planned = plan_run(settings, circuit, cache_dir, setup_seed, vram)
     return [] if planned is None else check(*planned)
 
 
-def preflight_quick(settings, circuit, cache_dir: str, setup_seed: int = 0) -> list[Need]:
+def preflight_quick(settings, circuit, cache_dir: str, setup_seed: int = 0, vram: int | None = None) -> list[Need]:
     """preflight's quick pass alone (host memory, object store, VRAM of the circuit's quick shape;
     nothing allocated, hashed or drawn): what the service checks before it accepts a request whose
     key is not resident. [] when the circuit's sizes are not known before its key is read."""
     quick = circuit.key_shape(quick=True)
     if quick is None:
         return []
-    return check(quick, *_plan(settings, circuit, quick, cache_dir, setup_seed, quick=True))
+    return check(quick, *_plan(settings, circuit, quick, cache_dir, setup_seed, quick=True, vram=vram))
 
 
 def machine_have(key_dir: str, object_store: int | None = None, vram_free: int | None = None) -> Have:

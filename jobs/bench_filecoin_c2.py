@@ -156,8 +156,7 @@ def steady(args, proof, work: Path) -> int:
     from cuzk_ray.engines import EngineSettings, open_engine
     from cuzk_ray.engines.memory import MemorySampler
     from cuzk_ray.filecoin.params import read_vk
-    from cuzk_ray.job import fit_gpu
-    from cuzk_ray.preflight import PreflightError, preflight
+    from cuzk_ray.preflight import PreflightError, fit_gpu, preflight
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
                  "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "key": args.key,
@@ -196,7 +195,7 @@ def steady(args, proof, work: Path) -> int:
     settings = EngineSettings.from_config(cfg)
     circuit = make_circuit(cfg["circuit"])
     circuit.adopt(setup, pk, vk, args.cache_dir)
-    settings = fit_gpu(settings, circuit, cfg, print)  # as the job: one partition at a time where two do not fit
+    settings = fit_gpu(settings, circuit, args.cache_dir, 0, print)  # as the job: one partition where two do not fit
     fig["gpu_concurrency"] = settings.gpu_concurrency
     try:  # as the job does once the key is mapped: a run that cannot fit is refused before any prover starts
         fig["preflight"] = [n.line() for n in preflight(settings, circuit, args.cache_dir)]

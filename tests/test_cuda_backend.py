@@ -272,3 +272,61 @@ def test_one_prover_worker_holds_two_keys_and_unload_frees_the_vram():
     circuit_a, pk_a, _cs = keys["a"]
     out = worker.prove("a", Partition("p", 0, circuit_a.circuit_id, synthesize(circuit_a.synth_spec(6, 0, 0))))
     assert verify(pk_a.vk, out.public, out.proof)
+
+
+def test_the_room_for_a_key_is_the_same_with_or_without_keys_resident():
+    """What the service fits a key against (engines.admission.vram_room of the provers' readings,
+    here the local executor's: free + this process's CuPy pool): about the same before a key is
+    loaded, with it resident and after it is evicted, while the free memory alone drops by the
+    key's VRAM. So a key is fitted as if alone on the card, whatever else is resident."""
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.engines import Engine, EngineSettings
+    from cuzk_ray.groth16.setup import dev_setup
+
+    circuit = PorepCircuit(constraints=1 << 16, partitions=2)
+    cs = circuit.build()
+    pk = dev_setup(cs, 3)
+    engine = Engine(EngineSettings(engine="local", backend="cuda"))
+    try:
+        (before,) = engine.executor.device_rooms()
+        engine.add_key("k", pk, cs, circuit)
+        (loaded,) = engine.executor.device_rooms()
+        engine.remove_key("k")
+        (evicted,) = engine.executor.device_rooms()
+    finally:
+        engine.shutdown()
+    room = [r.free + r.pool for r in (before, loaded, evicted)]
+    assert max(room) - min(room) <= 64 << 20, (before, loaded, evicted)
+    assert before.free - loaded.free >= pk.h_query.nbytes, (before, loaded)  # the key took VRAM
+
+
+@pytest.mark.ray
+def test_gpu_provers_read_their_device_for_the_service(tmp_path):
+    """GpuProver.device_room through the Ray executor: one reading per prover, two provers on one
+    card named as one device (vram_room counts both pools once each against one free reading),
+    and the pool's room the same, within 256 MiB, with the key resident before and after
+    partitions were proved (their blocks cached in the provers' pools count as theirs)."""
+    import ray
+
+    from cuzk_ray.circuits import PorepCircuit
+    from cuzk_ray.engines import ProvingEngine
+    from cuzk_ray.groth16.setup import dev_setup
+
+    circuit = PorepCircuit(constraints=1 << 14, partitions=4)
+    cs = circuit.build()
+    pk = dev_setup(cs, 4)
+    ray.init(address="local", num_cpus=4, num_gpus=1, include_dashboard=False, _node_ip_address="127.0.0.1")
+    try:
+        engine = ProvingEngine(pk, cs, circuit, backend="cuda", pw=3, gpu_workers_per_device=2)
+        readings = engine.executor.device_rooms()
+        room = engine.device_room()
+        batch = engine.run(1, seed=1)
+        after = engine.device_room()
+        engine.shutdown()
+    finally:
+        ray.shutdown()
+    assert not batch.failed
+    assert len(readings) == 2 and len({r.device for r in readings}) == 1, readings
+    assert all(r.pool > 0 for r in readings)
+    assert room == min(r.free for r in readings) + sum(r.pool for r in readings)
+    assert abs(after - room) <= 256 << 20, (room, after)

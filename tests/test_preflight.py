@@ -154,3 +154,20 @@ def test_gpu_concurrency_is_lowered_to_what_the_vram_holds():
         check(POREP, plan(gpu_concurrency=2), have(40 * GIB))
     assert fit_concurrency(POREP, plan(gpu_concurrency=2), have(None)) == 2
     assert fit_concurrency(POREP, plan(gpu_concurrency=2, backend="cpu"), have(79 * GIB)) == 2
+
+
+def test_the_room_for_a_key_is_what_the_gpu_provers_could_give_back_on_the_tightest_card():
+    """engines.admission.vram_room: per device, the free memory plus what the provers on it hold
+    (their keys and cached blocks, theirs to give back); two provers on one card read the same
+    free memory (the smaller reading is taken) and both pools count; the smallest over the cards.
+    No reading (CPU provers): None, so the preflight reads this process's GPU as before."""
+    from cuzk_ray.engines.admission import vram_room
+    from cuzk_ray.engines.types import DeviceRoom
+
+    one = [DeviceRoom("n1/0000:01:00.0", free=30 * GIB, pool=48 * GIB)]
+    assert vram_room(one) == 78 * GIB
+    shared = [DeviceRoom("n1/0000:01:00.0", 31 * GIB, 20 * GIB), DeviceRoom("n1/0000:01:00.0", 30 * GIB, 28 * GIB)]
+    assert vram_room(shared) == 78 * GIB
+    two_cards = one + [DeviceRoom("n2/0000:01:00.0", 100 * GIB, 39 * GIB)]
+    assert vram_room(two_cards) == 78 * GIB  # the 78 GiB card, not the 139 GiB one
+    assert vram_room([]) is None

@@ -135,3 +135,34 @@ def test_a_result_changed_on_disk_is_named_not_a_bug(tmp_path):
     manifest.write_text(json.dumps({"proofs": [], "verification_key": "../../etc/hostname"}))
     with pytest.raises(Damaged, match=r"names '\.\./\.\./etc/hostname', outside"):
         read_result(tmp_path, "p")
+
+
+def test_a_key_is_fitted_and_checked_against_the_room_the_gpu_provers_measured(cfg):
+    """The service fits and checks a key against the VRAM its GPU provers measured
+    (Engine.device_room, passed in as ``vram``), not against this process's GPU (none here: the
+    same checks without ``vram`` pass, see the other tests). A room that holds one partition's
+    working set but not two lowers gpu_concurrency to 1 for that key; one byte less is refused
+    naming the need and the room; enough for two keeps 2."""
+    from dataclasses import replace
+
+    from cuzk_ray.preflight import preflight_quick
+    from cuzk_ray.service.keys import fitted, key_circuit
+
+    circuit = porep(constraints=1 << 16)
+    settings = replace(service_settings(cfg), backend="cuda", gpu_concurrency=2)
+    base = key_circuit(circuit)
+
+    def vram_need(gc: int) -> int:
+        got = preflight_quick(replace(settings, gpu_concurrency=gc), base, cfg["cache_dir"], cfg["setup_seed"],
+                              vram=1 << 50)
+        return next(n.need for n in got if n.resource == "VRAM")
+
+    one, two = vram_need(1), vram_need(2)
+    assert one < two
+    assert fitted(settings, base, cfg, vram=one).gpu_concurrency == 1
+    assert fitted(settings, base, cfg, vram=two).gpu_concurrency == 2
+    roots = [FIX]
+    kid = "porep-c65536-p4-f0.05-s0-setup0"
+    assert check_request(circuit, cfg, settings, roots, vram=one) == (kid, 2)
+    with pytest.raises(Invalid, match=rf"^circuit: key {kid}: VRAM: need [\d.]+ GiB \(1 x key .*\), have [\d.]+ GiB$"):
+        check_request(circuit, cfg, settings, roots, vram=one - 1)

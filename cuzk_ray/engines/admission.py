@@ -135,3 +135,17 @@ class HostBudget:
         with self._lock:
             self.reserved -= nbytes
             assert self.reserved >= 0, "host budget released more than it reserved"
+
+
+def vram_room(rooms) -> int | None:
+    """The VRAM one key may count on, from the GPU provers' readings (types.DeviceRoom): on each
+    device what is free plus what the provers on it hold (their keys, partitions and cached
+    blocks, theirs to give back: idle keys are evicted for a new one, actors._making_room), the
+    smallest over the devices: the room of a key held alone on the tightest card, other
+    processes' use counted. None without a reading (CPU provers, or none up)."""
+    free: dict[str, int] = {}
+    pools: dict[str, int] = {}
+    for r in rooms:
+        free[r.device] = min(free.get(r.device, r.free), r.free)
+        pools[r.device] = pools.get(r.device, 0) + r.pool
+    return min((free[d] + pools[d] for d in free), default=None)

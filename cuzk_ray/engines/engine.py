@@ -10,7 +10,15 @@ import time
 from collections.abc import Sequence
 from contextlib import contextmanager, nullcontext
 
-from .admission import HostBudget, bounded_pw, check_budget, expected_pw, object_store_bytes, partition_host_bytes
+from .admission import (
+    HostBudget,
+    bounded_pw,
+    check_budget,
+    expected_pw,
+    object_store_bytes,
+    partition_host_bytes,
+    vram_room,
+)
 from .memory import MemoryWatch, measurable
 from .scheduler import Progress, Scheduler
 from .settings import EngineSettings
@@ -65,6 +73,11 @@ class Engine:
     def remove_key(self, key_id: str) -> None:
         """Drop a key from the pool (none of its proofs may be in the scheduler)."""
         self.executor.remove_key(key_id)
+
+    def device_room(self) -> int | None:
+        """The VRAM a key may count on in this pool (admission.vram_room of the GPU provers'
+        readings: a key held alone on the tightest device); None with CPU provers."""
+        return vram_room(self.executor.device_rooms())
 
     @property
     def provers(self) -> list:

@@ -11,8 +11,8 @@ from collections import deque
 from ..partition import Partition
 from .memory import ProcessMemory, processes_memory
 from .metrics import Metrics
-from .types import Completion, PartitionOutcome, WorkItem
-from .worker import ProverWorker, synthesize_witness
+from .types import Completion, DeviceRoom, PartitionOutcome, WorkItem
+from .worker import ProverWorker, device_room, synthesize_witness
 
 
 class LocalExecutor:
@@ -34,6 +34,11 @@ class LocalExecutor:
     def remove_key(self, key_id: str) -> None:
         """Free the key."""
         self.worker.evict(key_id)
+
+    def device_rooms(self) -> list[DeviceRoom]:
+        """This process's device reading ([] on the CPU backend)."""
+        room = device_room(self.worker, "local")
+        return [] if room is None else [room]
 
     def cancel(self, proof_ids) -> None:
         """Nothing to cancel: work runs in this process only when the scheduler asks for it."""

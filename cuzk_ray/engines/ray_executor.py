@@ -37,7 +37,7 @@ from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV
 from .ray_setup import ship_package
-from .types import BundleKey, Completion, KeyRef, StoreKey, WorkItem
+from .types import BundleKey, Completion, DeviceRoom, KeyRef, StoreKey, WorkItem
 from .worker import limit_synthesis_threads, synthesize_witness
 
 log = logging.getLogger(__name__)
@@ -196,6 +196,22 @@ class RayExecutor:
             for i, held in enumerate(self.held):
                 if held.pop(key_id, None) is not None and i not in self.dead:
                     self.provers[i].evict.remote([key_id])  # (in order after its earlier calls; not waited for)
+
+    def device_rooms(self) -> list[DeviceRoom]:
+        """The reading of each GPU prover that is up and answers within READY_TIMEOUT_S ([] for
+        CPU provers): a call waits for one of the prover's threads (a partition, at most)."""
+        if self.settings.prover_placement != "gpu":
+            return []
+        with self._lock:
+            refs = [self.provers[i].device_room.remote() for i in self._up()]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=READY_TIMEOUT_S) if refs else ([], [])
+        rooms = []
+        for ref in ready:
+            try:
+                rooms.append(ray.get(ref))
+            except ray.exceptions.RayError as e:  # lost meanwhile: its restart is the probe's business
+                log.warning("a prover's device reading failed: %s", _short(e))
+        return [r for r in rooms if r is not None]
 
     def cancel(self, proof_ids) -> None:
         """Cancel the synthesis of these proofs' partitions in flight (the watchdog found them stuck,

@@ -73,6 +73,9 @@ class Executor(Protocol):
     def remove_key(self, key_id: str) -> None:
         """Drop a key from its provers (none of its partitions in flight)."""
 
+    def device_rooms(self) -> list:
+        """Each GPU prover's reading of its device (types.DeviceRoom; [] for CPU provers)."""
+
     def submit(self, work: WorkItem, spec: dict) -> None:
         """Start ``work`` (``spec``: the circuit's synthesis spec for it); sets ``work.prover``."""
 

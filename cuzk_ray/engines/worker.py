@@ -24,7 +24,7 @@ from ..partition import Partition
 from ..r1cs import ConstraintSystem
 from ..timing import StageTimes
 from ..witness import CompactWitness, Witness, read_wires
-from .types import PartitionOutcome
+from .types import DeviceRoom, PartitionOutcome
 
 
 def limit_synthesis_threads(threads: int) -> int:
@@ -53,6 +53,16 @@ def synthesize_witness(spec: dict, synth_fn=None) -> Witness:
         return witness
     what = spec.get("path") or f"witness of proof {spec.get('proof')}, partition {spec['partition']}"
     return checked_fr(witness, what)  # an FrVector passes through
+
+
+def device_room(worker: ProverWorker, node: str) -> DeviceRoom | None:
+    """The reading of ``worker``'s device (``node``: where it runs), None on the CPU backend."""
+    if worker.backend.name != "cuda":
+        return None
+    cp = worker.backend.cp
+    free, _total = cp.cuda.runtime.memGetInfo()
+    return DeviceRoom(f"{node}/{cp.cuda.Device().pci_bus_id}", int(free),
+                      int(cp.get_default_memory_pool().total_bytes()))
 
 
 class ProverWorker:

@@ -33,11 +33,12 @@ class Accepted(NamedTuple):
 
 
 def check_request(circuit: dict, cfg: dict, settings, roots: Iterable[Path], key_only: bool = False,
-                  resident: Container[str] = ()) -> Accepted:
+                  resident: Container[str] = (), vram: int | None = None) -> Accepted:
     """The key and partitions of a request's (parsed, resolved) circuit, or the ServiceError that
     refuses it: Forbidden for a path outside ``roots``; Invalid for a file that is not a regular
     file or not well formed, a size the batch job refuses, more than PARTITIONS_MAX partitions,
-    or a key (not in ``resident``) whose preflight does not fit this machine."""
+    or a key (not in ``resident``) whose preflight does not fit this machine (``vram``: the room
+    the prover pool measured, Engine.device_room; None: this process's GPU, if any)."""
     check_paths(circuit, tuple(roots))
     params = circuit.get("params") if circuit["kind"] == "filecoin-c2" else None
     if params and not confined(params, tuple(roots)):
@@ -50,7 +51,7 @@ def check_request(circuit: dict, cfg: dict, settings, roots: Iterable[Path], key
             check_snarkjs_files(circuit, key_only)
             partitions = 1
         if kid not in resident:  # a resident key passed its preflight when it was loaded
-            check_fits(kid, circuit, cfg, settings)
+            check_fits(kid, circuit, cfg, settings, vram)
         return Accepted(kid, partitions)
     except (*user_errors(), OSError) as e:
         raise Invalid(one_line(message(e))) from None
@@ -88,15 +89,15 @@ def check_partitions(n: int) -> int:
     return n
 
 
-def check_fits(kid: str, circuit: dict, cfg: dict, settings) -> None:
+def check_fits(kid: str, circuit: dict, cfg: dict, settings, vram: int | None = None) -> None:
     """The batch job's preflight, quick pass (sizes only: nothing allocated or hashed), for a key
-    that would have to be loaded, at the gpu_concurrency its partitions fit (keys.fitted): a size
-    this machine cannot hold is refused now, not failed later."""
+    that would have to be loaded, at the gpu_concurrency its partitions fit (keys.fitted, against
+    ``vram``: see check_request): a size this machine cannot hold is refused now, not failed later."""
     from ..preflight import PreflightError, preflight_quick
 
     base = key_circuit(circuit)
     try:
-        preflight_quick(fitted(settings, base, cfg), base, cfg["cache_dir"], cfg["setup_seed"])
+        preflight_quick(fitted(settings, base, cfg, vram, quiet=True), base, cfg["cache_dir"], cfg["setup_seed"], vram)
     except PreflightError as e:
         raise ValueError(f"circuit: key {kid}: {e}") from None
 

@@ -102,23 +102,25 @@ class ResidentKey:
                 "insecure_dev_setup": self.insecure, "partitions_at_once": self.partitions_at_once or None}
 
 
-def make_resident(kid: str, circuit: dict, engine, cfg: dict) -> ResidentKey:
+def make_resident(kid: str, circuit: dict, engine, cfg: dict, vram: int | None = None) -> ResidentKey:
     """Load (or make, for a development key) the key of ``circuit`` and add it to the prover pool
     of ``engine`` (resident in its provers when this returns). The batch job's preflight runs
     first, and again once the key is read when only then its sizes are known (a Filecoin key):
     a key whose partitions fit the GPU only fewer at a time than the provers' threads is added
-    with that limit (as the batch job lowers gpu_concurrency), one that does not fit is refused."""
+    with that limit (as the batch job lowers gpu_concurrency), one that does not fit is refused.
+    ``vram``: the room the pool's GPU provers measured (Engine.device_room: the key as if alone
+    on its card); None: with CPU provers, or this process reads its GPU."""
     from ..preflight import preflight
 
     base = key_circuit(circuit)
     t0 = time.perf_counter()
     known = base.key_shape(quick=True) is not None
-    settings = fitted(engine.settings, base, cfg)
-    preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"])
+    settings = fitted(engine.settings, base, cfg, vram)
+    preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"], vram)
     pk, cs, info = base.load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
     if not known:  # before the provers load it: a refusal here costs no VRAM
-        settings = fitted(engine.settings, base, cfg)
-        preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"])
+        settings = fitted(engine.settings, base, cfg, vram)
+        preflight(settings, base, cfg["cache_dir"], cfg["setup_seed"], vram)
     kc = KeyCircuit(base)
     limit = settings.gpu_concurrency if settings.gpu_concurrency < engine.settings.gpu_concurrency else 0
     context = engine.add_key(kid, pk, cs, kc, concurrency=limit)
@@ -131,12 +133,17 @@ def make_resident(kid: str, circuit: dict, engine, cfg: dict) -> ResidentKey:
                        pk.meta.get("seed") if insecure else None, limit)
 
 
-def fitted(settings, base, cfg: dict):
-    """``settings`` with gpu_concurrency lowered to what the GPU's free memory holds for this
-    key's partitions (a log line says so), as the batch job fits it (job.fit_gpu)."""
-    from ..job import fit_gpu
+def fitted(settings, base, cfg: dict, vram: int | None = None, quiet: bool = False):
+    """``settings`` with gpu_concurrency lowered to what the GPU's free memory (``vram``: the
+    provers' room) holds for this key's partitions (a log line says so unless ``quiet``), as the
+    batch job fits it (preflight.fit_gpu)."""
+    from ..preflight import fit_gpu
 
-    return fit_gpu(settings, base, cfg, lambda line: log.info("key of %s: %s", base.circuit_id, line))
+    def say(line: str) -> None:
+        if not quiet:
+            log.info("key of %s: %s", base.circuit_id, line)
+
+    return fit_gpu(settings, base, cfg["cache_dir"], cfg["setup_seed"], say, vram)
 
 
 def estimate_bytes(circuit: dict) -> int:

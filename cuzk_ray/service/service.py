@@ -121,6 +121,7 @@ class ProvingService:
         self.keys = KeyRing(parse_bytes(cfg["service"].get("key_budget"), "service.key_budget"))
         self.budget = HostBudget(self.settings.host_budget)
         self.engine: Engine | None = None  # the prover pool and its scheduler (made in the loop thread)
+        self.vram_room: int | None = None  # what a key may count on (the GPU provers' reading: _measure_room)
         self.stalled: list[str] = []  # the watchdog's lines so far (the last few; /v1/status)
         self.metrics = None  # ray.util.metrics objects, made in the loop thread (the actor's process)
         self.ready, self.phase, self.start_error = False, "recovering the store", None
@@ -307,7 +308,8 @@ class ProvingService:
         """(key id, partitions) of a request's circuit, or the ServiceError refusing it (checks.py)."""
         with self._lock:
             resident = set(self.keys.keys)
-        return check_request(circuit, self.cfg, self.settings, self.paths.input_roots, key_only, resident)
+        return check_request(circuit, self.cfg, self.settings, self.paths.input_roots, key_only, resident,
+                             self.vram_room)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -318,6 +320,7 @@ class ProvingService:
             self.engine = Engine(self.settings, budget=self.budget)
             log.info("prover pool: %d x %s prover(s), pw=%d", len(self.engine.provers), self.settings.backend,
                      self.engine.pw)
+            self._measure_room()
             if self.cfg["service"].get("preload", True):
                 self.phase = "loading the config's key"
                 circuit = self._resolved(parse_circuit(config_circuit(self.cfg), self.cfg, key_only=True))
@@ -419,7 +422,7 @@ class ProvingService:
                 raise RuntimeError(self._no_room(kid, est, busy))
             for v in victims:
                 self._evict(v, f"least recently used: room for {kid}")
-        rk = make_resident(kid, circuit, self.engine, self.cfg)
+        rk = make_resident(kid, circuit, self.engine, self.cfg, self._measure_room())
         if rk.insecure:  # as the batch job says it, on every load (a cached key's too)
             log.warning(insecure_line(rk.source, rk.setup_seed))
         if self._metrics():
@@ -437,6 +440,16 @@ class ProvingService:
             for v in victims:
                 self._evict(v, f"least recently used: room for {kid}")
         return rk
+
+    def _measure_room(self) -> int | None:
+        """The VRAM a key may count on now, as the GPU provers read it (Engine.device_room: a key
+        held alone on the tightest card; the service's own process opens no CUDA context for
+        it), kept for the requests' checks; None with CPU provers."""
+        self.vram_room = self.engine.device_room()
+        if self.vram_room is not None:
+            log.info("GPU provers: room for a key %.1f GiB (the tightest card, idle keys evictable)",
+                     self.vram_room / 2**30)
+        return self.vram_room
 
     def _no_room(self, kid: str, need: int, busy: set) -> str:
         return (f"key {kid} needs {need} B and service.key_budget={self.keys.budget} B cannot hold it"
