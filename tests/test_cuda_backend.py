@@ -304,8 +304,11 @@ def test_the_room_for_a_key_is_the_same_with_or_without_keys_resident():
 def test_gpu_provers_read_their_device_for_the_service(tmp_path):
     """GpuProver.device_room through the Ray executor: one reading per prover, two provers on one
     card named as one device (vram_room counts both pools once each against one free reading),
-    and the pool's room the same, within 256 MiB, with the key resident before and after
-    partitions were proved (their blocks cached in the provers' pools count as theirs)."""
+    and the pool's room, with the key resident, no larger after partitions were proved (their
+    blocks cached in the provers' pools count as theirs) and lower by less than the VRAM margin:
+    what proving leaves outside the pools is each CUDA context's own, which cannot be given back
+    (on an H100, 2026-12-07: 540 MiB for two provers, ~270 MiB each once their MSM kernels had
+    run; most likely the kernels' local memory, not measured), and the margin (1 GiB) covers it."""
     import ray
 
     from cuzk_ray.circuits import PorepCircuit
@@ -329,4 +332,6 @@ def test_gpu_provers_read_their_device_for_the_service(tmp_path):
     assert len(readings) == 2 and len({r.device for r in readings}) == 1, readings
     assert all(r.pool > 0 for r in readings)
     assert room == min(r.free for r in readings) + sum(r.pool for r in readings)
-    assert abs(after - room) <= 256 << 20, (room, after)
+    from cuzk_ray.preflight import VRAM_MARGIN
+
+    assert room - VRAM_MARGIN < after <= room, (room, after)
