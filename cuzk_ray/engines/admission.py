@@ -140,7 +140,7 @@ class HostBudget:
 def vram_room(rooms) -> int | None:
     """The VRAM one key may count on, from the GPU provers' readings (types.DeviceRoom): on each
     device what is free plus what the provers on it hold (their keys, partitions and cached
-    blocks, theirs to give back: idle keys are evicted for a new one, actors._making_room), the
+    blocks, theirs to give back: a prover evicts idle keys for a new one, engines.actors), the
     smallest over the devices: the room of a key held alone on the tightest card, other
     processes' use counted. None without a reading (CPU provers, or none up)."""
     free: dict[str, int] = {}

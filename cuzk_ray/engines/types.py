@@ -85,7 +85,7 @@ class DeviceRoom:
     """A GPU prover's reading of its device: which device (``device``: node and PCI bus id), the
     bytes free on it now (every process's use counted), and the bytes this prover's CuPy pool
     holds (its keys, partitions in flight and blocks cached for reuse: all of it this prover's to
-    give back). preflight.vram_room makes of the pool's readings the VRAM one key may count on."""
+    give back). engines.admission.vram_room makes of the pool's readings the VRAM one key may count on."""
 
     device: str
     free: int
