@@ -195,7 +195,8 @@ def steady(args, proof, work: Path) -> int:
     settings = EngineSettings.from_config(cfg)
     circuit = make_circuit(cfg["circuit"])
     circuit.adopt(setup, pk, vk, args.cache_dir)
-    settings = fit_gpu(settings, circuit, args.cache_dir, 0, print)  # as the job: one partition where two do not fit
+    # as the job: one partition at a time where two do not fit
+    settings = fit_gpu(settings, circuit, cfg["cache_dir"], cfg["setup_seed"], print)
     fig["gpu_concurrency"] = settings.gpu_concurrency
     try:  # as the job does once the key is mapped: a run that cannot fit is refused before any prover starts
         fig["preflight"] = [n.line() for n in preflight(settings, circuit, args.cache_dir)]

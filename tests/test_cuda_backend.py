@@ -314,6 +314,7 @@ def test_gpu_provers_read_their_device_for_the_service(tmp_path):
     from cuzk_ray.circuits import PorepCircuit
     from cuzk_ray.engines import ProvingEngine
     from cuzk_ray.groth16.setup import dev_setup
+    from cuzk_ray.preflight import VRAM_MARGIN
 
     circuit = PorepCircuit(constraints=1 << 14, partitions=4)
     cs = circuit.build()
@@ -332,6 +333,4 @@ def test_gpu_provers_read_their_device_for_the_service(tmp_path):
     assert len(readings) == 2 and len({r.device for r in readings}) == 1, readings
     assert all(r.pool > 0 for r in readings)
     assert room == min(r.free for r in readings) + sum(r.pool for r in readings)
-    from cuzk_ray.preflight import VRAM_MARGIN
-
     assert room - VRAM_MARGIN < after <= room, (room, after)
