@@ -446,7 +446,7 @@ class ProvingService:
         held alone on the tightest card; the service's own process opens no CUDA context for
         it), kept for the requests' checks; None with CPU provers. Read before any kernel ran
         (the pool's start) it is higher by what each CUDA context keeps once they have (~270 MiB
-        a prover on an H100), within the preflight's VRAM margin."""
+        a prover on an H100 after 2^14 partitions), within the preflight's VRAM margin."""
         self.vram_room = self.engine.device_room()
         if self.vram_room is not None:
             log.info("GPU provers: room for a key %.1f GiB (the tightest card, idle keys evictable)",
