@@ -8,6 +8,7 @@ processes lock two different files of the same name. The batch job locks its out
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -38,6 +39,22 @@ def hold_lock(lock: Path, owner: str, advice: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+@contextlib.contextmanager
+def waiting_lock(lock: Path):
+    """Hold ``lock`` exclusively for the ``with`` block, waiting while another process holds it:
+    for a cache the first process to need it fills while the others wait (OutputError in one line
+    when the lock file cannot be opened)."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise os_error(lock, e) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def check_unlocked(lock: Path, owner: str, advice: str) -> None:

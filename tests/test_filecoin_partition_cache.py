@@ -13,6 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,16 +26,18 @@ from test_filecoin_stacked_circuit import sealed_2k, tampered_label  # noqa: F40
 from cuzk_ray.circuits.filecoin import synthesize_partition
 from cuzk_ray.filecoin import c2, registry
 from cuzk_ray.filecoin.c1 import write_c1
-from cuzk_ray.filecoin.circuit import partition_cache
+from cuzk_ray.filecoin.circuit import partition_cache, replay
 from cuzk_ray.filecoin.circuit.fast_witness import witness_tape
 from cuzk_ray.filecoin.circuit.partition_record import assemble, synthesize_blocks
 from cuzk_ray.filecoin.circuit.stacked import tree_shape
 from cuzk_ray.filecoin.params import BellpersonVerifyingKey, write_params, write_vk
 from cuzk_ray.filecoin.params_sink import ParamsSink, check_room, params_layout, write_dev_params
 from cuzk_ray.groth16.setup import dev_setup
+from cuzk_ray.locks import waiting_lock
 from cuzk_ray.r1cs import UnsatisfiedConstraint
 from cuzk_ray.witness import compact
 
+REPO = Path(__file__).resolve().parent.parent
 PROOF_2K = registry.registered_seal_proof("StackedDrg2KiBV1_1")
 CONFIG_2K = PROOF_2K.config
 
@@ -49,6 +56,7 @@ def setup_2k(cache_dir):
 def test_cache_is_made_once_then_reused(setup_2k, cache_dir, monkeypatch):
     paths = partition_cache.cache_paths(cache_dir, CONFIG_2K)
     assert paths.recording.is_dir() and paths.tape.is_file() and paths.manifest.is_file()
+    assert (paths.plan / "plan.json").is_file()
 
     def no_synthesis(config):
         raise AssertionError("the cached partition was synthesized again")
@@ -107,6 +115,84 @@ def test_the_engine_synthesis_task_makes_the_fast_witness(setup_2k, sealed_2k, c
     bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
     write_c1(bad_c1, tmp_path / "bad.json")
     assert synthesize_partition({**spec, "c1": str(tmp_path / "bad.json")}) != c2.partition_witness(setup_2k, c1, 0)
+
+
+def plans_equal(one, two) -> bool:
+    return (one.layout == two.layout and (one.p_fr, one.b_fr) == (two.p_fr, two.b_fr)
+            and len(one.ops) == len(two.ops) and all(np.array_equal(x, y) for x, y in zip(one.ops, two.ops))
+            and np.array_equal(one.slot, two.slot) and np.array_equal(one.consts_mont, two.consts_mont))
+
+
+def test_the_workers_plan_is_read_from_the_cache_and_equals_the_tapes(setup_2k, cache_dir, monkeypatch):
+    """What a synthesis worker loads (c2.witness_plan): the plan saved when the cache was recorded,
+    mapped from disk, equal to the tape planned in memory; made again from the tape only when it is
+    missing or was made from another tape."""
+    paths = partition_cache.cache_paths(cache_dir, CONFIG_2K)
+    made = []
+    monkeypatch.setattr(partition_cache, "plan", lambda tape: made.append(1) or replay.plan(tape))
+    loaded = partition_cache.cached_plan(cache_dir, CONFIG_2K)
+    assert made == [] and loaded.tape is None and plans_equal(loaded, setup_2k.plan)
+    assert all(x.flags.c_contiguous and x.dtype == np.int64 for x in loaded.ops)
+    shutil.rmtree(paths.plan)  # missing: made from the tape
+    assert plans_equal(partition_cache.cached_plan(cache_dir, CONFIG_2K), setup_2k.plan) and made == [1]
+    meta = json.loads((paths.plan / "plan.json").read_text())
+    (paths.plan / "plan.json").write_text(json.dumps({**meta, "tape_sha256": "0" * 64}))  # another tape's
+    assert plans_equal(partition_cache.cached_plan(cache_dir, CONFIG_2K), setup_2k.plan) and made == [1, 1]
+    assert partition_cache.plan_meta(paths.plan)["tape_sha256"] == meta["tape_sha256"]
+    assert sorted(p.name for p in paths.plan.parent.iterdir() if p.name.startswith(".")) == []  # no temporaries
+
+
+PLAN_IN_A_PROCESS = """
+import sys
+from cuzk_ray.filecoin import registry
+from cuzk_ray.filecoin.circuit import partition_cache
+save = partition_cache.save_plan
+partition_cache.save_plan = lambda *a: print("made", flush=True) or save(*a)
+print("ready", flush=True)
+pl = partition_cache.cached_plan(sys.argv[1], registry.registered_seal_proof("StackedDrg2KiBV1_1").config)
+print(int(sum(int(x.sum()) for x in pl.ops)))
+"""
+
+
+def test_processes_starting_together_make_the_plan_once(setup_2k, cache_dir, tmp_path):
+    """Synthesis workers start at once on a cache without a plan: one makes it while the others
+    wait for the lock, then every one maps the same files. The test holds the lock until all three
+    have looked for the plan and found none, so all three would make it without the lock."""
+    shutil.copytree(cache_dir / "partitions", tmp_path / "partitions")
+    paths = partition_cache.cache_paths(tmp_path, CONFIG_2K)
+    shutil.rmtree(paths.plan)
+    with waiting_lock(paths.plan.with_name(paths.plan.name + ".lock")):
+        procs = [subprocess.Popen([sys.executable, "-c", PLAN_IN_A_PROCESS, str(tmp_path)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, cwd=REPO) for _ in range(3)]
+        assert [p.stdout.readline().strip() for p in procs] == ["ready"] * 3
+        time.sleep(1.0)  # each is now past plan_meta, waiting for the lock
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e for _, e in outs]
+    want = str(int(sum(int(x.sum()) for x in setup_2k.plan.ops)))
+    lines = [o.split() for o, _ in outs]
+    assert sorted(line[-1] for line in lines) == [want] * 3
+    assert sum(line.count("made") for line in lines) == 1, lines
+    assert sorted(p.name for p in paths.plan.iterdir()) == sorted(partition_cache.PLAN_FILES + ("plan.json",))
+
+
+def test_an_altered_plan_is_refused_in_one_line(setup_2k, cache_dir, tmp_path):
+    shutil.copytree(cache_dir / "partitions", tmp_path / "partitions")
+    paths = partition_cache.cache_paths(tmp_path, CONFIG_2K)
+    ops = paths.plan / "op_columns.npy"
+    raw = bytearray(ops.read_bytes())
+    raw[-1] ^= 1
+    ops.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"op_columns.npy: SHA-256 \w+\.\.\., plan.json says \w+\.\.\.: the file was "
+                                         r"altered or damaged \(delete .*plan to make it again\)") as e:
+        partition_cache.cached_plan(tmp_path, CONFIG_2K)
+    assert "\n" not in str(e.value)
+    ops.unlink()
+    with pytest.raises(ValueError, match=r"op_columns.npy: SHA-256 missing"):
+        partition_cache.cached_plan(tmp_path, CONFIG_2K)
+    (paths.plan / "plan.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"plan.json: not a readable replay plan") as e:
+        partition_cache.cached_plan(tmp_path, CONFIG_2K)
+    assert "\n" not in str(e.value)
 
 
 def test_altered_cache_files_are_refused_in_one_line(setup_2k, cache_dir, tmp_path):

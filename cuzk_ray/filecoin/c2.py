@@ -38,7 +38,7 @@ from .c1 import C1Output
 from .circuit import replay
 from .circuit.fast_witness import fast_witness
 from .circuit.inputs_standin import blank_standin, standin_values, synthesize_standin
-from .circuit.partition_cache import cached_partition, cached_tape, field_wires
+from .circuit.partition_cache import cached_partition, cached_plan, field_wires
 from .circuit.record import Recording, cached_recording, witness_only
 from .circuit.replay import ReplayPlan
 from .circuit.stacked import blank_stacked_circuit, stacked_circuit_from_c1, synthesize_stacked, tree_shape
@@ -123,9 +123,10 @@ def check_config(proof: RegisteredSealProof) -> PoRepConfig:
 
 @functools.lru_cache(maxsize=2)
 def witness_plan(proof: RegisteredSealProof, cache_dir: str) -> ReplayPlan:
-    """The replay plan of ``proof``'s partition from the partition cache (its tape only, digest
-    checked; recorded there the first time): what a synthesis worker loads, once per process."""
-    return replay.plan(cached_tape(Path(cache_dir).expanduser(), check_config(proof)))
+    """The replay plan of ``proof``'s partition from the partition cache (recorded there the first
+    time; its files' digests checked, its arrays mapped from disk and shared by the processes of a
+    machine): what a synthesis worker loads, once per process."""
+    return cached_plan(Path(cache_dir).expanduser(), check_config(proof))
 
 
 def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:

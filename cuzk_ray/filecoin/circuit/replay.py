@@ -38,6 +38,7 @@ from .tape import (
     SELECT,
     SUM_BITS,
     XOR,
+    TapeLayout,
     WitnessTape,
 )
 
@@ -49,14 +50,18 @@ _CHUNK = 1 << 13  # bytes of the bitmaps per gather task (65,536 wires)
 @dataclass(frozen=True, eq=False)
 class ReplayPlan:
     """A tape's ops with operands in the replay's spaces (bit operands: local ids; field operands:
-    local slots), and the local slot of every local id (-1: a bit wire)."""
+    local slots), and the local slot of every local id (-1: a bit wire). ``tape``: the tape it was
+    made from when made in this process (check_block reads its constraints); None when read from a
+    partition cache (partition_cache.cached_plan: the arrays mapped from disk, shared by the
+    synthesis workers of a machine)."""
 
-    tape: WitnessTape
+    layout: TapeLayout
     ops: tuple  # op, out, a, b, c, flags, n, k, term start, term count, t_ref, t_flag, t_coeff (int64 arrays)
     slot: np.ndarray  # int64[P + B]
     p_fr: int  # field slots of the prefix
     b_fr: int  # field slots of one block
     consts_mont: np.ndarray  # uint64[q, 4], Montgomery form
+    tape: WitnessTape | None = None
 
 
 def _coverage(tape: WitnessTape) -> np.ndarray:
@@ -111,7 +116,7 @@ def plan(tape: WitnessTape) -> ReplayPlan:
     p = tape.layout.p
     mont = fr_to_limbs([int(v) * FR_R % R_MOD for v in limbs_to_ints(tape.consts)])
     ops = tuple(np.ascontiguousarray(x, dtype=np.int64) for x in _operands(tape, slot, is_fr))
-    return ReplayPlan(tape, ops, slot, int(is_fr[:p].sum()), int(is_fr[p:].sum()), mont)
+    return ReplayPlan(tape.layout, ops, slot, int(is_fr[:p].sum()), int(is_fr[p:].sum()), mont, tape)
 
 
 # --- the kernels ---------------------------------------------------------------------------------------------
@@ -313,8 +318,7 @@ def _first_unsatisfied(lo, hi, c_n, c_start, c_ref, c_coeff, consts, vec):
 # --- the public entry points --------------------------------------------------------------------------------
 
 
-def _geometry(tape: WitnessTape, blocks: int) -> tuple:
-    lay = tape.layout
+def _geometry(lay: TapeLayout, blocks: int) -> tuple:
     n_in, _ = lay.partition(blocks)
     return (n_in, lay.prefix.inputs, lay.prefix.aux, max(lay.block.inputs, 1), max(lay.block.aux, 1), lay.p)
 
@@ -322,7 +326,7 @@ def _geometry(tape: WitnessTape, blocks: int) -> tuple:
 def replay_circuit(pl: ReplayPlan, free: np.ndarray, blocks: int) -> CompactWitness:
     """The witness of a partition of ``blocks`` challenges from its free values (standard-form
     ``uint64[n, 4]``, ``free_values``' order); ValueError when their number is not the tape's."""
-    lay = pl.tape.layout
+    lay = pl.layout
     need = lay.prefix.free + blocks * lay.block.free
     if free.shape != (need, FR_LIMBS):
         raise ValueError(f"fast witness: {free.shape[0]} free values for {blocks} challenges, the tape needs {need}")
@@ -340,13 +344,13 @@ def replay_circuit(pl: ReplayPlan, free: np.ndarray, blocks: int) -> CompactWitn
 
 
 def _gather(pl: ReplayPlan, blocks: int, bits: np.ndarray, fr: np.ndarray) -> CompactWitness:
-    n_in, n_aux = pl.tape.layout.partition(blocks)
+    n_in, n_aux = pl.layout.partition(blocks)
     n = n_in + n_aux
-    geo = _geometry(pl.tape, blocks)
+    geo = _geometry(pl.layout, blocks)
     full_bm = np.zeros(bitmap_bytes(n), dtype=np.uint8)
     bit_bm = np.zeros_like(full_bm)
     counts = np.zeros(-(-len(full_bm) // _CHUNK), dtype=np.int64)
-    _gather_bitmaps(n, geo, pl.slot, bits, fr, pl.p_fr, pl.b_fr, pl.tape.layout.b, full_bm, bit_bm, counts)
+    _gather_bitmaps(n, geo, pl.slot, bits, fr, pl.p_fr, pl.b_fr, pl.layout.b, full_bm, bit_bm, counts)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     values = np.empty((int(counts.sum()), FR_LIMBS), dtype=np.uint64)
     _gather_values(geo, pl.slot, fr, pl.p_fr, pl.b_fr, full_bm, starts, values)
@@ -356,9 +360,10 @@ def _gather(pl: ReplayPlan, blocks: int, bits: np.ndarray, fr: np.ndarray) -> Co
 def check_block(pl: ReplayPlan, witness, blk: int) -> int:
     """The index (in the tape's constraint order: prefix, then one block) of the first constraint
     of the prefix or of block ``blk`` that ``witness`` does not satisfy, or -1 when all hold."""
-    tape, lay = pl.tape, pl.tape.layout
-    if not tape.has_constraints:
-        raise ValueError("check_block: the tape was recorded without its constraints (record_tape(constraints=True))")
+    tape, lay = pl.tape, pl.layout
+    if tape is None or not tape.has_constraints:
+        raise ValueError("check_block: the plan's tape was recorded without its constraints (record_tape(constraints="
+                         "True) and replay.plan)")
     blocks, rest = divmod(len(witness) - lay.p, lay.b)
     if rest or not 0 <= blk < blocks:
         raise ValueError(f"check_block: block {blk} of a {len(witness)}-wire witness ({blocks} blocks, rest {rest})")
