@@ -4,7 +4,9 @@ A lock is an ``fcntl.flock`` on a small file that holds the owner's pid (for the
 message); the kernel drops it when the owner's descriptor closes or the process dies, so a
 crashed owner never leaves a stale lock. The file itself stays: removing it would let two
 processes lock two different files of the same name. The batch job locks its output_dir
-(outputs.OutputDir), the service its database and its output_dir (service.checks)."""
+(outputs.OutputDir), the service its database and its output_dir (service.checks). A cache that
+the first process to need it fills, while the others wait, is filled under ``waiting_lock``
+(the Filecoin partition cache's replay plan)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ On disk, under ``<cache_dir>/partitions``, by sector size:
 A cache whose manifest is missing is recorded again (a crash half way); a file that does not match
 its recorded digest is refused in one line (it is never silently replaced: something altered it).
 Synthesis workers need only the plan (``cached_plan``): the 9 GB of matrices stay with the driver.
-They map its arrays read-only from disk (copy on write), so the workers of a machine share one copy
-in the page cache: at 32 GiB 0.67 GB, where each worker planning the tape itself held 1.25 GB
-(tape and plan) and spent ~2 s on it (more with twelve at once) before its first witness.
+They map its arrays from disk (copy-on-write; the replay only reads them), so the workers of a
+machine share one copy in the page cache: 0.67 GB at 32 GiB. Planning the tape in each worker
+instead would hold 1.25 GB per worker (tape and plan) and take ~2 s of its first task.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def load_plan(folder: Path, meta: dict) -> ReplayPlan:
     mapped copy-on-write (the replay only reads them: every process on the machine shares the pages)."""
     arrays = []
     for name in PLAN_FILES:
-        path, want = folder / name, meta["sha256"][name]
+        path, want = folder / name, str(meta.get("sha256", {}).get(name, "absent from plan.json"))
         have = file_sha256(path) if path.is_file() else "missing"
         if have != want:
             raise ValueError(f"{path}: SHA-256 {have[:16]}..., plan.json says {want[:16]}...: the file was altered "
