@@ -96,12 +96,13 @@ def waves(proof: str, c1_path: Path, cache: Path, workers: int, rounds: int) -> 
     import ray
 
     from cuzk_ray.engines.ray_executor import synthesize_partition
+    from cuzk_ray.filecoin.c1 import read_c1
 
+    parts = len(read_c1(c1_path).vanilla_proofs)
     ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
     try:
         spec = {"kind": "filecoin", "c1": str(c1_path), "proof_type": proof, "variant": "stacked",
                 "cache_dir": str(cache), "proof": 0}
-        parts = len(__import__("cuzk_ray.filecoin.c1", fromlist=["read_c1"]).read_c1(c1_path).vanilla_proofs)
         refs = [synthesize_partition.remote(dict(spec, partition=k % parts), "bench", "bench")
                 for k in range(workers * rounds)]
         seconds = []
