@@ -126,7 +126,7 @@ def write_partition_cache(paths: PartitionPaths, config: PoRepConfig) -> None:
     del blocks  # the rows: gone before the tape is hashed
     save_tape(paths.tape, tape)
     tape_sha256 = file_sha256(paths.tape)
-    save_plan(paths.plan, plan(load_tape(paths.tape)), tape_sha256)  # as a worker would plan the tape it reads
+    save_plan(paths.plan, plan(tape), tape_sha256)
     meta = {"format": FORMAT, "version": VERSION, "sector_size": int(config.sector_size),
             "recording": paths.recording.name, "tape": paths.tape.name, "tape_sha256": tape_sha256}
     write_bytes_atomic(paths.manifest, json.dumps(meta, indent=1).encode())
@@ -230,11 +230,16 @@ def cached_plan(cache_dir, config: PoRepConfig) -> ReplayPlan:
     the first time, by one process while the others wait): what a synthesis worker loads."""
     paths = ensure_partition_cache(cache_dir, config)
     tape_sha256 = read_manifest(paths, config)["tape_sha256"]
-    meta = plan_meta(paths.plan)
-    if meta is None or meta.get("tape_sha256") != tape_sha256:  # none yet, or one of a tape recorded before
+
+    def current() -> dict | None:  # the plan's meta, None when there is none or it is another tape's
+        meta = plan_meta(paths.plan)
+        return meta if meta is not None and meta.get("tape_sha256") == tape_sha256 else None
+
+    meta = current()
+    if meta is None:
         with waiting_lock(paths.plan.with_name(paths.plan.name + ".lock")):
-            meta = plan_meta(paths.plan)  # made by another process while this one waited?
-            if meta is None or meta.get("tape_sha256") != tape_sha256:
+            meta = current()  # made by another process while this one waited?
+            if meta is None:
                 save_plan(paths.plan, plan(cached_tape(cache_dir, config)), tape_sha256)
                 meta = plan_meta(paths.plan)
     return load_plan(paths.plan, meta)
