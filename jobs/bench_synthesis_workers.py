@@ -11,6 +11,8 @@ at 32 GiB on 2 cores) under --cache. Then:
 1. one fresh process, as a worker starts: seconds to read the C1, to load the witness plan
    (c2.witness_plan), of the first witness (numba's kernels loaded from their cache) and of a
    second one; its resident and anonymous (private, not file-backed) memory after each step;
+   then, traced by tracemalloc (the Python and numpy heap): the C1's objects the process keeps
+   and a witness task's peak above them (what FilecoinCircuit.synthesis_bytes estimates);
 2. an embedded Ray with --workers CPUs: --waves x --workers synthesis tasks through the engine's
    own task (ray_executor.synthesize_partition, one thread each), the seconds each took inside
    the task, per wave (the first wave pays each worker's start-up).
@@ -59,6 +61,16 @@ step("first witness (1 thread)")
 del w
 w = fast_witness(pl, c1, 0)
 step("second witness (1 thread)")
+del w
+import tracemalloc
+from cuzk_ray.partition import Partition, to_record_batch
+tracemalloc.start()
+c1 = read_c1(sys.argv[1])
+kept = tracemalloc.get_traced_memory()[0]
+tracemalloc.reset_peak()
+b = to_record_batch(Partition("p", 0, "c", fast_witness(pl, c1, 0), {}))
+peak = tracemalloc.get_traced_memory()[1]
+print(f"traced\t{kept}\t{peak - kept}\t{b.nbytes}", flush=True)
 """
 
 
@@ -87,9 +99,14 @@ def fresh_worker(proof: str, c1_path: Path, cache: Path) -> None:
     out = subprocess.run([sys.executable, "-c", WORKER, str(c1_path), proof, str(cache)], env=env, check=True,
                          capture_output=True, text=True).stdout
     print("\n| one fresh process | seconds | resident MiB | anonymous MiB |\n|---|---:|---:|---:|")
-    for line in out.strip().splitlines():
-        name, s, rss, anon = line.split("\t")
+    rows = [line.split("\t") for line in out.strip().splitlines()]
+    for name, s, rss, anon in rows[:-1]:
         print(f"| {name} | {s} | {rss} | {anon} |")
+    _, kept, peak, batch = rows[-1]
+    print("\n| heap of a synthesis process (tracemalloc: Python and numpy) | MiB |\n|---|---:|")
+    print(f"| the C1's objects, kept (read once per process) | {int(kept) / 2**20:.1f} |")
+    print(f"| one witness task's peak above them (its arrays and the Arrow batch) | {int(peak) / 2**20:.1f} |")
+    print(f"| the Arrow batch it returns | {int(batch) / 2**20:.1f} |")
 
 
 def waves(proof: str, c1_path: Path, cache: Path, workers: int, rounds: int) -> None:

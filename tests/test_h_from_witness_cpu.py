@@ -115,15 +115,16 @@ def test_fr_to_limbs_round_trip_for_setup_constants():
     assert list(limbs_to_ints(fr_to_limbs([R_MOD - 1, 0, 1]))) == [R_MOD - 1, 0, 1]
 
 
-def test_host_bytes_estimate_cuda_holds_only_the_compact_witness_twice():
+def test_host_bytes_estimate_cuda_holds_the_synthesis_then_only_the_compact_witness_twice():
     from cuzk_ray.circuits import PorepCircuit
     from cuzk_ray.engines.admission import partition_host_bytes
 
     c = PorepCircuit(constraints=1 << 16)
     cpu, cuda = partition_host_bytes(c, 1 << 16), partition_host_bytes(c, 1 << 16, "cuda")
-    assert cuda == 2 * c.partition_batch_bytes()  # the compact Arrow batch and its pinned staging copy
-    assert cuda < c.witness_bytes() / 2  # far below the full witness: most wires are bits
-    assert cpu > 2 * cuda  # a, b, c as ints and the witness as ints as well on the CPU path
+    synthesis = c.synthesis_bytes()  # the task's heap (tests/test_synthesis_memory.py), on both backends
+    assert cuda == synthesis + 2 * c.partition_batch_bytes()  # the compact Arrow batch and its pinned staging copy
+    assert cuda - synthesis < c.witness_bytes() / 2  # far below the full witness: most wires are bits
+    assert cpu - synthesis > 2 * (cuda - synthesis)  # a, b, c as ints and the witness as ints as well on the CPU path
 
 
 def test_cpu_backend_without_numba_falls_back_to_the_reference_h(monkeypatch):

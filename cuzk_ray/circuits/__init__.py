@@ -10,6 +10,11 @@ from ..field import FrVector, checked_fr
 from ..witness import CompactWitness, compact, compact_bytes
 from . import porep
 
+MIB = 1 << 20
+# What a fresh process's first synthesis task allocates besides its arrays (the modules it imports
+# then, numpy's first calls): ~2.3-3 MiB traced for the numpy-only paths.
+NUMPY_TASK_BYTES = 4 * MIB
+
 
 @dataclass(frozen=True)
 class PorepCircuit:
@@ -105,6 +110,17 @@ class PorepCircuit:
         that can hold a full field element counted as one (an upper bound: a few may be 0 or 1)."""
         lay = self.layout()
         return compact_bytes(lay.n_wires, lay.n_field_wires)
+
+    def synthesis_bytes(self) -> int:
+        """Peak heap of one synthesis task, a fresh process's first (admission counts it for every
+        partition in flight). The default shape makes the full witness, then compacts it: ~60 bytes
+        a wire traced. The filecoin shape makes its bits, words and fields apart: ~4-5 bytes a wire,
+        plus ~37 MiB the first time a process runs its numba products. An estimate, checked to lie
+        between the traced peak and twice it (tests/test_synthesis_memory.py)."""
+        n = self.layout().n_wires
+        if self.shape == "default":
+            return 64 * n + NUMPY_TASK_BYTES
+        return 6 * n + 48 * MIB
 
     def proof_label(self, proof: int) -> str:
         """How errors name the proof-th proof."""
@@ -211,6 +227,11 @@ class SnarkjsCircuit:
         (``compact_bytes(n_wires, n_wires)``: the full size plus two bitmaps)."""
         n = self.meta["n_wires"]
         return self.meta.get("batch_bytes", compact_bytes(n, n))
+
+    def synthesis_bytes(self) -> int:
+        """Peak heap of one synthesis task (read_wtns's checked copy of the values, then the compact
+        form's masks): ~41 bytes a wire traced (tests/test_synthesis_memory.py)."""
+        return 48 * self.meta["n_wires"] + NUMPY_TASK_BYTES
 
     def proof_label(self, proof: int) -> str:
         return f"witness {self.witness[proof]}"

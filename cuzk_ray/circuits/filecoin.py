@@ -137,6 +137,19 @@ class FilecoinCircuit:
         n = self.meta["n_wires"]
         return compact_bytes(n, min(n, self.meta.get("full_wires", n)))
 
+    def synthesis_bytes(self) -> int:
+        """Peak heap of one synthesis task, a fresh process's first (admission counts it for every
+        partition in flight). "stacked" replays the tape into a byte per wire and its field slots,
+        gathers the two bitmaps and the field values, and keeps the C1's objects (the JSON text and
+        the objects while it parses): 343 MiB traced at 32 GiB, ~48 of them the first task's imports
+        and numba kernels. "inputs" synthesizes a few hundred wires by the reference synthesizer.
+        An estimate, checked to lie between the traced peak and twice it at 2 KiB
+        (tests/test_synthesis_memory.py; 32 GiB: jobs/bench_synthesis_workers.py)."""
+        n = self.meta["n_wires"]
+        full = min(n, self.meta.get("full_wires", n))
+        first = (64 if self.variant == "stacked" else 32) << 20
+        return n + n // 4 + 2 * 32 * full + 2 * os.path.getsize(self.c1) + first
+
     def proof_label(self, proof: int) -> str:
         return f"C1 {self.c1}"
 

@@ -47,16 +47,19 @@ def partition_host_bytes(circuit, domain_size: int | None = None, backend: str =
     The partition travels compact (cuzk_ray.witness): ``circuit.partition_batch_bytes()``, the
     compact witness as the circuit's layout sizes it (built-in circuits: every wire that can hold
     a field element counted as one; snarkjs: the largest witness file as load_key read it, the
-    full size plus two bitmaps before any is read). cuda: a, b, c and h live in VRAM and the
-    witness is expanded there; the host holds the compact witness twice (the Arrow batch and its
-    pinned staging copy). cpu: the Arrow batch, the witness expanded to limbs and as ints, a, b,
-    c as ints and h as limbs."""
+    full size plus two bitmaps before any is read). First its synthesis task's heap
+    (``circuit.synthesis_bytes()``: the working arrays, the caches a fresh worker process keeps);
+    then, cuda: a, b, c and h live in VRAM and the witness is expanded there; the host holds the
+    compact witness twice (the Arrow batch and its pinned staging copy). cpu: the Arrow batch, the
+    witness expanded to limbs and as ints, a, b, c as ints and h as limbs. The two phases are
+    added (an upper bound: a worker keeps its caches after the task)."""
     domain = domain_size or circuit.domain_size()
     batch = circuit.partition_batch_bytes()
+    synthesis = circuit.synthesis_bytes()
     if backend == "cuda":
-        return 2 * batch
+        return synthesis + 2 * batch
     wires = circuit.witness_bytes() // 32
-    return batch + wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
+    return synthesis + batch + wires * (32 + INT_BYTES) + domain * (3 * INT_BYTES + 32)
 
 
 def check_budget(host_budget: int | None, part_bytes: int, circuit_id: str) -> None:
