@@ -159,7 +159,7 @@ def test_bad_c1_params_and_partitions_are_one_line_errors(sealed, tmp_path):
 def test_a_dev_params_file_of_the_wrong_size_is_named(sealed, proved, tmp_path):
     _, _, cache = sealed
     setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
-    params, _ = c2.dev_key_files(setup, cache)
+    params, _ = c2.ensure_dev_params(setup, cache)  # the dev key as a .params file (c2 maps a bundle)
     cut = tmp_path / "cut.params"
     cut.write_bytes(params.read_bytes()[:-50])
     with pytest.raises(ValueError, match=r"cut.params: .*truncated"):
@@ -237,36 +237,39 @@ def test_overwrite_removes_an_earlier_seal_proof(sealed, tmp_path):
 
 
 def test_the_dev_key_bundle_is_the_dev_params_key(sealed, proved):
-    """ensure_dev_bundle (the 32 GiB benchmark's key: mapped by the prover actors, none in Ray's
-    object store) holds the key ensure_dev_params writes as .params, array for array, and the same
-    .vk; a bundle tagged with another H convention is refused naming it."""
+    """ensure_dev_bundle (the dev key of c2 and circuit=filecoin: mapped by the prover actors, none
+    in Ray's object store) holds the key ensure_dev_params writes as .params, array for array, and
+    the same .vk; a bundle tagged with another H convention is refused naming it. (Seed 2: a key
+    neither c2 run of this module made.)"""
     import numpy as np
 
     from cuzk_ray.groth16.keys import ProvingKey
 
     _, _, cache = sealed
     setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
-    params, vk = c2.dev_key_files(setup, cache)
+    params, made = c2.ensure_dev_params(setup, cache, setup_seed=2)
+    vk = c2.dev_key_files(setup, cache, 2)[1]
+    assert made and not params.with_suffix(".bundle").exists()
     vk_bytes = vk.read_bytes()
     from_params = c2.load_params(params, setup)
-    pk, vk_path, made = c2.ensure_dev_bundle(setup, cache)
+    pk, vk_path, made = c2.ensure_dev_bundle(setup, cache, setup_seed=2)
     assert made and vk_path == vk and vk.read_bytes() == vk_bytes
     assert pk.qap == "bellperson" and pk.meta["bundle_path"] and pk.domain_size == from_params.domain_size
     for name in ProvingKey.QUERIES + ProvingKey.DENSITIES:
         assert np.array_equal(getattr(pk, name), getattr(from_params, name)), name
     for name in ProvingKey.VK_ARRAYS:
         assert np.array_equal(getattr(pk.vk, name), getattr(from_params.vk, name)), name
-    assert c2.ensure_dev_bundle(setup, cache)[2] is False  # cached
+    assert c2.ensure_dev_bundle(setup, cache, setup_seed=2)[2] is False  # cached
     mf = Path(pk.meta["bundle_path"]) / "manifest.json"
     manifest = json.loads(mf.read_text())
     manifest["meta"]["qap"] = "snarkjs"
     mf.write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match=r"-setup0\.bundle: proving key: h_query has 511 points, expected a power"):
-        c2.ensure_dev_bundle(setup, cache)
+    with pytest.raises(ValueError, match=r"-setup2\.bundle: proving key: h_query has 511 points, expected a power"):
+        c2.ensure_dev_bundle(setup, cache, setup_seed=2)
 
 
 def test_a_params_key_is_decoded_once_into_a_mapped_bundle(sealed, proved, tmp_path):
-    """c2.mapped_params (what c2 and circuit=filecoin load): the .params' key, array for array as
+    """c2.mapped_params (what c2 and circuit=filecoin load with --params): the .params' key, array for array as
     load_params decodes it, from a bundle made once and made again when the .params changes; a
     truncated .params is refused naming it, and leaves no bundle."""
     import os
@@ -279,7 +282,7 @@ def test_a_params_key_is_decoded_once_into_a_mapped_bundle(sealed, proved, tmp_p
     _, _, cache = sealed
     setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "inputs")
     params = tmp_path / "k.params"
-    params.write_bytes(c2.dev_key_files(setup, cache)[0].read_bytes())
+    params.write_bytes(c2.ensure_dev_params(setup, cache)[0].read_bytes())
     want = c2.load_params(params, setup)
     pk = c2.mapped_params(params, setup, tmp_path / "cache")
     bundle = Path(pk.meta["bundle_path"])

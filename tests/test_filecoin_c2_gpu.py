@@ -18,7 +18,7 @@ cp = require_gpu()
 from cuzk_ray.filecoin import c2, fr32, registry, seal  # noqa: E402
 from cuzk_ray.filecoin.c1 import read_c1, write_c1  # noqa: E402
 from cuzk_ray.filecoin.commands import main  # noqa: E402
-from cuzk_ray.filecoin.params import ParamsFile  # noqa: E402
+from cuzk_ray.filecoin.params import read_vk  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -38,8 +38,9 @@ def proved(tmp_path_factory):
     assert main(["c2", str(c1_path), "--backend", "cuda", "--cache-dir", str(cache), "-o", str(out)]) == 0
     setup = c2.circuit_setup(registry.registered_seal_proof(PROOF), cache, "stacked")
     params, vk = c2.dev_key_files(setup, cache)
-    with ParamsFile(params) as pf:  # the key the GPU made is of the real circuit
-        assert pf.vk.n_inputs == setup.recording.shape.num_inputs - 1 == 39
+    bundle = params.with_suffix(".bundle")
+    assert (bundle / "manifest.json").is_file() and not params.exists()  # made straight into a bundle
+    assert read_vk(vk).n_inputs == setup.recording.shape.num_inputs - 1 == 39  # of the real circuit
     return c1_path, out, vk
 
 

@@ -65,9 +65,13 @@ class FilecoinCircuit:
         return self.registered_proof.config.partitions
 
     def load_key(self, cache_dir, setup_seed: int = 0, setup_backend: str = "auto"):
-        """(pk, cs, info): the recorded circuit, the C1 checked against it, and the key (published
-        .params in circuit.params, else the cached development .params, made on first use),
-        memory-mapped from the bundle it is decoded into once (c2.mapped_params)."""
+        """(pk, cs, info): the recorded circuit, the C1 checked against it, and the key, memory-mapped
+        from a native key bundle: the published .params in circuit.params, decoded into one once
+        (c2.mapped_params); else the development key, made on first use straight into one with its
+        .vk (c2.ensure_dev_bundle: the key ensure_dev_params writes as .params, array for array).
+        Why not the dev .params and its decoded bundle: at 32 GiB that is 2 x 47 GB on disk, which
+        a 64 GB GPU box does not have; the .params form is written only where a file is wanted
+        (c2.ensure_dev_params: selftest's stand-ins, the bench's --key params)."""
         from ..filecoin import c2
         from ..filecoin.c1 import read_c1
 
@@ -79,9 +83,8 @@ class FilecoinCircuit:
         else:
             from ..backends import resolve_backend_name
 
-            params, made = c2.ensure_dev_params(setup, cache_dir, setup_seed, resolve_backend_name(setup_backend))
-            vk = c2.dev_key_files(setup, cache_dir, setup_seed)[1]
-            pk = c2.mapped_params(params, setup, cache_dir, c2.dev_meta(setup_seed))
+            pk, vk, made = c2.ensure_dev_bundle(setup, cache_dir, setup_seed, resolve_backend_name(setup_backend))
+            params = pk.meta["bundle_path"]
             note = "created by the INSECURE dev setup" if made else "cached"
         self.adopt(setup, pk, vk, cache_dir)
         return pk, setup.recording.cs, {"key": str(params), "note": note}
