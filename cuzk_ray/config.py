@@ -121,6 +121,14 @@ def register() -> None:
             cs.store(name=name, node=node)
 
 
+def proof_count(cfg: dict, circuit) -> int:
+    """Proofs in the batch, for the batch job and its service client alike: one per witness file for
+    circom circuits, one C1 for Filecoin's (``proofs`` is not read), else ``proofs``."""
+    if circuit.kind == "filecoin":
+        return 1
+    return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
+
+
 def check_job_values(cfg: dict) -> None:
     """Refuse the job-level values out of range, one line each, never clamped (issue 15): the
     engine's are EngineSettings', the circuit's its from_config's. Seeds are non-negative (numpy's

@@ -89,13 +89,6 @@ def stopped(out, why: str, word: str) -> str:
             f"rerun with resume=true to prove the rest")
 
 
-def proof_count(cfg: dict, circuit) -> int:
-    """Proofs in the batch: one per witness file for circom circuits, one C1 for Filecoin's, else ``proofs``."""
-    if circuit.kind == "filecoin":
-        return 1
-    return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
-
-
 def known_domain(circuit) -> int | None:
     """The QAP domain size before the key is read: the built-in circuit's from its config, a
     zkey's from its header when the circuit can read it (key_shape); None: known after load_key."""
@@ -108,6 +101,7 @@ def known_domain(circuit) -> int | None:
 def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
+    from .config import proof_count
     from .engines import open_engine
     from .engines.admission import check_budget, partition_host_bytes
     from .engines.choice import choose_engine, resolved

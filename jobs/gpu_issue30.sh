@@ -39,17 +39,7 @@ BUDGET=${BUDGET:-590}          # seconds of the device call this script may use
 T2K=${T2K:-170}
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 
-shopt -s nullglob
-wheels=(.whl/*.whl .whl/*.tar.gz)
-shopt -u nullglob
-if [ ${#wheels[@]} -gt 0 ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}" \
-        || echo "carried wheels not installed; using the installed packages" >&2
-fi
-export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
-export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
-  df -B1 "$HOME" /tmp /dev/shm; ls "$CUZK_CUBIN_DIR"; } > "$OUT/machine.txt" 2>&1
+. jobs/gpu_env.sh "$OUT/machine.txt"  # the carried wheels and cubins; machine.txt
 echo "== install: $(( $(date +%s) - START )) s" | tee -a "$OUT/phases.txt"
 
 # samplers (this script's own background jobs, stopped by their pids at the end): VRAM, host, disk

@@ -19,21 +19,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/gpu-session}
 R="$OUT/r"
 mkdir -p "$R"
-shopt -s nullglob
-wheels=(.whl/*.whl .whl/*.tar.gz)
-shopt -u nullglob
-if [ ${#wheels[@]} -gt 0 ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}" \
-        || echo "carried wheels not installed; using the installed packages" >&2
-fi
-export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
-export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
+. jobs/gpu_env.sh "$R/machine.txt"  # the carried wheels and cubins; machine.txt
 export HYDRA_FULL_ERROR=1
 set -f  # phase arguments are split on spaces below, never globbed (pytest ids hold [ ])
 T="timeout ${PHASE_TIMEOUT:-900}"  # seconds per phase: a hung phase must not eat the call
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
-  df -B1 "$HOME" /dev/shm; } > "$R/machine.txt" 2>&1
-ls "$CUZK_CUBIN_DIR" >> "$R/machine.txt" 2>&1
 
 status=0
 for phase in "$@"; do

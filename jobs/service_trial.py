@@ -1,6 +1,7 @@
 """The service tried as an operator would (issue 28), with a table at the end:
 
     python jobs/service_trial.py [--proofs 4] [--kill-after 2] [--circom 4] [--out DIR] -- OVERRIDES...
+    python jobs/service_trial.py --kind filecoin-c2 --make-key -- circuit=filecoin circuit.c1=C1.json ...
 
 1. `jobs/serve.py OVERRIDES` starts (its config's key preloaded: made on the first start) and a
    circom key (tests/fixtures/circom/linear) is made resident beside it (POST /v1/keys);
@@ -9,7 +10,9 @@
    database (finish times of its proofs);
    (--make-key first: the config's development key made in a process of its own, on the GPU when
    setup_backend allows: the service's engine actor holds no GPU, so its own setup would run on
-   the CPU);
+   the CPU; for circuit=filecoin the partition cache is recorded there too);
+   --kind: the request kind of the batch's proofs, counted from the service's database (porep,
+   or filecoin-c2 for circuit=filecoin);
 3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
    is SIGKILLed and the service started again on the same database; the client waits the outage
    out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof
@@ -129,9 +132,8 @@ MAKE_KEY = """
 import sys
 from cuzk_ray.circuits import make_circuit
 from cuzk_ray.job import compose
-from cuzk_ray.keystore import ensure_dev_key
 cfg = compose(sys.argv[1:])
-ensure_dev_key(make_circuit(cfg["circuit"]), cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
+make_circuit(cfg["circuit"]).load_key(cfg["cache_dir"], cfg["setup_seed"], cfg["setup_backend"])
 """
 
 
@@ -210,6 +212,7 @@ def main() -> int:
     ap.add_argument("--ready-timeout", type=float, default=1200)
     ap.add_argument("--cache", type=Path, default=None, help="cache_dir (default OUT/cache)")
     ap.add_argument("--make-key", action="store_true", help="make the config's dev key first, in its own process")
+    ap.add_argument("--kind", default="porep", choices=("porep", "filecoin-c2"), help="the batch's request kind")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     out = args.out.absolute()
@@ -234,9 +237,9 @@ def main() -> int:
         a = client(out, cache, svc.url, "a", args.proofs, 1, job_overrides)
         circom_a = circom_proofs(svc, args.circom, "trial-a")
         code_a = a.wait()
-        done_a = finished(db, t_a)
+        done_a = finished(db, t_a, kind=args.kind)
         per = (done_a[-1] - done_a[0]) / (len(done_a) - 1) if len(done_a) > 1 else float("nan")
-        rows += [("A: client exit", code_a), ("A: porep proofs done", len(done_a)),
+        rows += [("A: client exit", code_a), (f"A: {args.kind} proofs done", len(done_a)),
                  ("A: s/proof (steady, finish to finish)", f"{per:.3f}"),
                  ("A: circom proofs done", sum(svc.request("GET", f"/v1/proofs/{p}")["state"] == "done"
                                                for p in circom_a))]
@@ -248,24 +251,24 @@ def main() -> int:
         t_b = time.time()
         b = client(out, cache, svc.url, "b", args.proofs, 2, job_overrides)
         circom_proofs(svc, args.circom, "trial-b")
-        while len(finished(db, t_b)) < args.kill_after:
+        while len(finished(db, t_b, kind=args.kind)) < args.kill_after:
             if b.poll() is not None:
                 raise SystemExit(f"error: client b exited {b.returncode} before the kill")
             time.sleep(0.2)
-        done_at_kill = len(finished(db, t_b))
+        done_at_kill = len(finished(db, t_b, kind=args.kind))
         svc.kill()
         t_kill = time.time()
         wait_gone(port)
         svc = Service(out, cache, port, overrides, "2")
         rows += [("B: proofs done at the kill", done_at_kill),
                  ("B: restart to ready (key loaded again)", f"{svc.wait_ready(args.ready_timeout):.1f} s")]
-        while not finished(db, t_b, t_kill) and b.poll() is None:
+        while not finished(db, t_b, t_kill, args.kind) and b.poll() is None:
             time.sleep(0.2)
-        after = finished(db, t_b, t_kill)
+        after = finished(db, t_b, t_kill, args.kind)
         rows.append(("B: kill to first proof done after the restart",
                      f"{after[0] - t_kill:.1f} s" if after else "none"))
         code_b = b.wait()
-        rows += [("B: client exit", code_b), ("B: porep proofs done", len(finished(db, t_b)))]
+        rows += [("B: client exit", code_b), (f"B: {args.kind} proofs done", len(finished(db, t_b, kind=args.kind)))]
     finally:
         svc.stop()
         sampler.stop()

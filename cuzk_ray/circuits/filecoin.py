@@ -164,11 +164,13 @@ class FilecoinCircuit:
     def proof_info(self, proof: int) -> dict:
         return {"c1": self.c1}
 
-    def write_seal_proofs(self, output_dir, entries: dict, proof_id: str | None = None) -> dict:
+    def write_seal_proofs(self, output_dir, entries: dict, proof_id: str | None = None, vk=None) -> dict:
         """The MultiProof of the C1 from the partitions on disk (``entries``: OutputDir.entries),
         verified against the C1's public inputs with the bellperson verifier, then written
         (temporary name, rename); what the manifest's run info records. Nothing when a partition is
-        missing (a failed or stopped run). ``proof_id``: the entries' id (default: proof_names())."""
+        missing (a failed or stopped run). ``proof_id``: the entries' id (default: proof_names()).
+        ``vk``: the verifying key (a service client has the service's, as a VerifyingKey); default
+        the .vk file load_key found."""
         from ..filecoin.c1 import read_c1
         from ..filecoin.c2 import write_multiproof
         from ..filecoin.params import read_vk
@@ -182,9 +184,10 @@ class FilecoinCircuit:
         out = Path(output_dir)
         proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
         path = out / "proofs" / name / SEAL_PROOF
-        write_multiproof(path, read_vk(self.meta["vk"]), read_c1(self.c1), proofs)
+        write_multiproof(path, read_vk(self.meta["vk"]) if vk is None else vk, read_c1(self.c1), proofs)
         return {"seal_proof": {"path": str(path.relative_to(out)), "sha256": file_sha256(path),
-                               "partitions": self.partitions, "verified": True, "vk": self.meta["vk"]}}
+                               "partitions": self.partitions, "verified": True,
+                               "vk": self.meta["vk"] if vk is None else None}}
 
 
 @functools.lru_cache(maxsize=2)

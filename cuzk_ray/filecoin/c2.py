@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..field import FrVector, fr_to_limbs
 from ..formats.snarkjs_json import write_bytes_atomic
-from ..groth16.keys import Proof, ProvingKey
+from ..groth16.keys import Proof, ProvingKey, VerifyingKey
 from ..witness import CompactWitness, compact
 from .c1 import C1Output
 from .circuit import replay
@@ -328,7 +328,7 @@ def seal_inputs(c1: C1Output) -> list[list[int]]:
                                      list(range(config.partitions)))
 
 
-def check_multiproof(vk: BellpersonVerifyingKey, c1: C1Output, proofs: list[Proof]) -> None:
+def check_multiproof(vk: BellpersonVerifyingKey | VerifyingKey, c1: C1Output, proofs: list[Proof]) -> None:
     """ValueError naming the partitions whose proof does not verify (bellperson's verifier) against
     the inputs derived from the C1 (``seal_inputs``)."""
     inputs = seal_inputs(c1)
@@ -341,7 +341,7 @@ def check_multiproof(vk: BellpersonVerifyingKey, c1: C1Output, proofs: list[Proo
                          "public inputs")
 
 
-def write_multiproof(path, vk: BellpersonVerifyingKey, c1: C1Output, proofs: list[Proof]) -> bytes:
+def write_multiproof(path, vk: BellpersonVerifyingKey | VerifyingKey, c1: C1Output, proofs: list[Proof]) -> bytes:
     """Verify (check_multiproof), then write the 192-byte-per-partition MultiProof (temporary name,
     fsync, rename); returns its bytes."""
     check_multiproof(vk, c1, proofs)

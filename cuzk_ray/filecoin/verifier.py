@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..groth16.keys import Proof
+from ..groth16.keys import Proof, VerifyingKey
 from ..groth16.verifier import PreparedVerifyingKey, prepare, verify
 from .params import BellpersonVerifyingKey
 
 
-def prepare_bellperson(vk: BellpersonVerifyingKey) -> PreparedVerifyingKey:
-    """The key prepared once for many proofs (as bellperson's ``prepare_verifying_key``)."""
-    return prepare(vk.to_groth16())
+def prepare_bellperson(vk: BellpersonVerifyingKey | VerifyingKey) -> PreparedVerifyingKey:
+    """The key prepared once for many proofs (as bellperson's ``prepare_verifying_key``); a .vk's, or
+    the same points as the project's VerifyingKey (a service's verification_key.json)."""
+    return prepare(vk.to_groth16() if isinstance(vk, BellpersonVerifyingKey) else vk)
 
 
 def _prepared(vk: BellpersonVerifyingKey | PreparedVerifyingKey) -> PreparedVerifyingKey:

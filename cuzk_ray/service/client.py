@@ -130,6 +130,8 @@ def request_circuit(cfg: dict, circuit, index: int) -> dict:
         if circuit.r1cs:
             out["r1cs"] = circuit.r1cs
         return out
+    if circuit.kind == "filecoin":  # the C1 is the proof (one per batch: config.proof_count)
+        return {"kind": "filecoin-c2", "c1": circuit.c1, "params": circuit.params, "variant": circuit.variant}
     return {"kind": "porep", "constraints": c["constraints"], "partitions": c["partitions"], "public": c["public"],
             "field_share": c["field_share"], "circuit_seed": c["circuit_seed"], "shape": c.get("shape", "default"),
             "seed": cfg["seed"], "proof": index}
@@ -174,6 +176,7 @@ def run_client(cfg: dict, console: Console, scratch: bool = False) -> int:
 
 def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, scratch: bool) -> int:
     """Submit every proof, follow them, write each done proof's partitions as it comes."""
+    from ..config import proof_count
     from ..errors import ProofFailed
     from ..formats.native import file_sha256
     from ..formats.snarkjs_json import proof_from_json, public_from_json, verification_key_from_json
@@ -182,7 +185,7 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
     from ..outputs import RunIdentity
 
     say, t0 = console.say, time.perf_counter()
-    proofs = len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
+    proofs = proof_count(cfg, circuit)  # the batch job's count: a Filecoin C1 is one proof whatever proofs= says
     names = list(circuit.proof_names() or [batch_proof_id(i) for i in range(proofs)])
     tag, priority = run_tag(cfg, circuit), cfg["service"].get("priority", "normal")
     ids = []
@@ -207,7 +210,7 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
                 res = client.expect("GET", f"/v1/proofs/{ids[i]}/result", (200,))
                 vk = verification_key_from_json(res["verification_key"], f"{client.url} verification key")
                 if identity is None:
-                    identity = service_identity(cfg, res, vk, proofs, circuit, RunIdentity)
+                    identity, service_vk = service_identity(cfg, res, vk, proofs, circuit, RunIdentity), vk
                     out.start(identity, vk, len(vk.ic) - 1)
                     key = res.get("key")
                     if identity.insecure_dev_setup:  # the line a local run prints, on every run
@@ -237,6 +240,8 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
         raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
     info = {"circuit": identity.circuit_id, "key": key, "engine": "service", "service": client.url,
             "wall_seconds": round(time.perf_counter() - t0, 3)}
+    if circuit.kind == "filecoin":  # the MultiProof, verified against the C1's inputs, as a local run writes it
+        info.update(circuit.write_seal_proofs(out.path, out.entries, vk=service_vk))
     manifest = out.finish(info, failed)
     kind = "manifest" if manifest.name == "manifest.json" else "partial manifest (some proofs failed)"
     where = "" if scratch else f"; {kind}: {manifest}"

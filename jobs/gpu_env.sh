@@ -1,0 +1,15 @@
+# Sourced by the device-call scripts (gpu_session.sh, gpu_issue30.sh, gpu_service32g.sh), from the
+# repository root: installs the carried wheels (.whl, made by ../shared/device/make-wheels.sh) into
+# /tmp/site, puts them and the checkout on PYTHONPATH, points the kernels at the carried cubins
+# (.cubin) and writes what the machine is to $1 (machine.txt).
+shopt -s nullglob
+wheels=(.whl/*.whl .whl/*.tar.gz)
+shopt -u nullglob
+if [ ${#wheels[@]} -gt 0 ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "${wheels[@]}" \
+        || echo "carried wheels not installed; using the installed packages" >&2
+fi
+export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 RAY_AUTH_MODE=disabled
+export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
+  df -B1 "$HOME" /tmp /dev/shm; ls "$CUZK_CUBIN_DIR"; } > "$1" 2>&1
