@@ -11,8 +11,10 @@
    (--make-key first: the config's development key made in a process of its own, on the GPU when
    setup_backend allows: the service's engine actor holds no GPU, so its own setup would run on
    the CPU; for circuit=filecoin the partition cache is recorded there too);
-   --kind: the request kind of the batch's proofs, counted from the service's database (porep,
-   or filecoin-c2 for circuit=filecoin);
+   --kind filecoin-c2 (circuit=filecoin): a C1 is one proof, so each phase's batch is --proofs
+   filecoin-c2 requests of the config's C1 sent over HTTP (class Requests) instead of the batch
+   client, followed in the service's database across the restart, and each proof's results
+   folder (its partitions and MultiProof) verified again;
 3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
    is SIGKILLed and the service started again on the same database; the client waits the outage
    out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof
@@ -184,6 +186,51 @@ def circom_proofs(svc: Service, n: int, tag: str) -> list[str]:
             ["proof_id"] for i in range(n)]
 
 
+class Requests:
+    """--kind filecoin-c2: ``n`` requests of one C1 sent over HTTP; poll() / wait() as a client
+    process's (None while any is queued or running, then 0 when all are done, else 1), from the
+    service's database, so they outlive a restart."""
+
+    def __init__(self, svc: Service, db: Path, circuit: dict, n: int, tag: str):
+        self.db, self.returncode = db, None
+        self.ids = [svc.request("POST", "/v1/proofs", {"request_id": f"{tag}-{i}", "circuit": circuit})["proof_id"]
+                    for i in range(n)]
+
+    def poll(self) -> int | None:
+        with sqlite3.connect(self.db, timeout=30) as con:
+            states = [con.execute("SELECT state FROM proofs WHERE proof_id = ?", (p,)).fetchone()[0] for p in self.ids]
+        if any(st in ("queued", "running") for st in states):
+            return None
+        self.returncode = 0 if all(st == "done" for st in states) else 1
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.poll() is None:
+            time.sleep(0.5)
+        return self.returncode
+
+
+def batch(svc: Service, out: Path, cache: Path, name: str, proofs: int, seed: int, overrides: list[str], kind: str):
+    """The phase's batch: the batch client (jobs/prove.py service.url=...), or --kind filecoin-c2's
+    Requests of the C1 (and variant, params) the overrides name."""
+    if kind == "porep":
+        return client(out, cache, svc.url, name, proofs, seed, overrides)
+    fields = ("circuit.c1=", "circuit.variant=", "circuit.params=")
+    given = dict(o.removeprefix("circuit.").split("=", 1) for o in overrides if o.startswith(fields))
+    circuit = {"kind": "filecoin-c2", **given}
+    return Requests(svc, cache / "service" / "service.db", circuit, proofs, f"trial-{name}-c1")
+
+
+def verify_batch(out: Path, cache: Path, name: str, job) -> tuple[bool, str]:
+    """Every partition of the phase's batch verified again: the client's output, or each request's
+    results folder."""
+    if isinstance(job, Requests):
+        runs = [verify_run(cache / "service" / "proofs" / p) for p in job.ids]
+        parts = [tuple(map(int, msg.split()[0].split("/"))) for _, msg in runs]
+        return all(ok for ok, _ in runs), f"{sum(k for k, _ in parts)}/{sum(n for _, n in parts)} partitions OK"
+    return verify_run(out / name)
+
+
 def verify_run(out: Path) -> tuple[bool, str]:
     """jobs/verify.py --manifest on a client's output: (exit 0, "k/n partitions OK")."""
     res = subprocess.run([sys.executable, str(ROOT / "jobs" / "verify.py"), "--manifest", str(out / "manifest.json")],
@@ -234,12 +281,13 @@ def main() -> int:
         rows.append(("keys resident", ", ".join(f"{k['key_id']} ({k['bytes'] / 2**30:.2f} GiB)" for k in st["keys"])))
         # phase A: steady state
         t_a = time.time()
-        a = client(out, cache, svc.url, "a", args.proofs, 1, job_overrides)
+        a = batch(svc, out, cache, "a", args.proofs, 1, job_overrides, args.kind)
         circom_a = circom_proofs(svc, args.circom, "trial-a")
         code_a = a.wait()
         done_a = finished(db, t_a, kind=args.kind)
         per = (done_a[-1] - done_a[0]) / (len(done_a) - 1) if len(done_a) > 1 else float("nan")
-        rows += [("A: client exit", code_a), (f"A: {args.kind} proofs done", len(done_a)),
+        rows += [("A: batch exit (client, or requests all done)", code_a),
+                 (f"A: {args.kind} proofs done", len(done_a)),
                  ("A: s/proof (steady, finish to finish)", f"{per:.3f}"),
                  ("A: circom proofs done", sum(svc.request("GET", f"/v1/proofs/{p}")["state"] == "done"
                                                for p in circom_a))]
@@ -249,7 +297,7 @@ def main() -> int:
             for p in st["provers"])))
         # phase B: SIGKILL mid-batch, restart, the client finishes
         t_b = time.time()
-        b = client(out, cache, svc.url, "b", args.proofs, 2, job_overrides)
+        b = batch(svc, out, cache, "b", args.proofs, 2, job_overrides, args.kind)
         circom_proofs(svc, args.circom, "trial-b")
         while len(finished(db, t_b, kind=args.kind)) < args.kill_after:
             if b.poll() is not None:
@@ -268,12 +316,13 @@ def main() -> int:
         rows.append(("B: kill to first proof done after the restart",
                      f"{after[0] - t_kill:.1f} s" if after else "none"))
         code_b = b.wait()
-        rows += [("B: client exit", code_b), (f"B: {args.kind} proofs done", len(finished(db, t_b, kind=args.kind)))]
+        rows += [("B: batch exit (client, or requests all done)", code_b),
+                 (f"B: {args.kind} proofs done", len(finished(db, t_b, kind=args.kind)))]
     finally:
         svc.stop()
         sampler.stop()
-    ok_a, msg_a = verify_run(out / "a")
-    ok_b, msg_b = verify_run(out / "b")
+    ok_a, msg_a = verify_batch(out, cache, "a", a)
+    ok_b, msg_b = verify_batch(out, cache, "b", b)
     twice = proved_twice(cache / "service" / "proofs")
     rows += [("A: every partition verified again (jobs/verify.py)", f"{ok_a} {msg_a}"),
              ("B: every partition verified again (jobs/verify.py)", f"{ok_b} {msg_b}"),
