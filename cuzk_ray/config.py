@@ -23,7 +23,8 @@ class CircuitConf:
     # Any, not list[str], so that a single unbracketed `circuit.witness=w.wtns` is accepted too
     witness: Any = field(default_factory=list)
     r1cs: str | None = None  # circuit=snarkjs: optional .r1cs to cross-check the zkey against
-    c1: str | None = None  # circuit=filecoin: the C1 JSON (SealCommitPhase1Output) to prove
+    # circuit=filecoin: C1 JSON files (SealCommitPhase1Output), one proof each: a path, a list, a folder or a glob
+    c1: Any = None
     params: str | None = None  # circuit=filecoin: the folder of Filecoin's .params/.vk; null: a dev key (INSECURE)
     variant: str = "stacked"  # circuit=filecoin: stacked (the real circuit) | inputs (a plumbing stand-in)
 
@@ -123,9 +124,9 @@ def register() -> None:
 
 def proof_count(cfg: dict, circuit) -> int:
     """Proofs in the batch, for the batch job and its service client alike: one per witness file for
-    circom circuits, one C1 for Filecoin's (``proofs`` is not read), else ``proofs``."""
+    circom circuits, one per C1 file for Filecoin's (``proofs`` is not read), else ``proofs``."""
     if circuit.kind == "filecoin":
-        return 1
+        return len(circuit.c1_files)
     return len(circuit.witness) if circuit.kind == "snarkjs" else cfg["proofs"]
 
 

@@ -181,10 +181,10 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
                      "startup_seconds": round(startup_s, 3), **memory_record(batch),
                      "max_in_flight": batch.max_in_flight})
     failed = {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()} if batch else {}
-    if circuit.kind == "filecoin":  # the MultiProof of the C1, verified against its public inputs, then written
+    if circuit.kind == "filecoin":  # each C1's MultiProof, verified against its public inputs, then written
         info.update(circuit.write_seal_proofs(out.path, out.entries))
-        if "seal_proof" in info:
-            say(f"seal proof: {out.path / info['seal_proof']['path']} ({circuit.partitions} x 192 bytes, verified)")
+        for seal in info.get("seal_proofs", {}).values():
+            say(f"seal proof: {out.path / seal['path']} ({circuit.partitions} x 192 bytes, verified)")
     manifest = out.finish(info, failed)
     if batch is not None:
         say(stage_table(batch.results, batch.wall_s, len(todo) - len(batch.failed)))

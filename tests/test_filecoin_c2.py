@@ -13,6 +13,7 @@ The public inputs the verifier uses are derived from the sector's data by part 1
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,10 @@ def proved(sealed):
     return out, c2.dev_key_files(setup, cache)[1]
 
 
-def verify_args(c1_path, proof, vk, comm_r: bytes | None = None) -> list[str]:
+def verify_args(c1_path, proof, vk, comm_r: bytes | None = None, sector_id: int = SECTOR_ID) -> list[str]:
     c1 = read_c1(c1_path)
     return ["verify", str(proof), "--vk", str(vk), "--registered-proof", PROOF, "--comm-r", (comm_r or c1.comm_r).hex(),
-            "--comm-d", c1.comm_d.hex(), "--prover-id", PROVER_ID.hex(), "--sector-id", str(SECTOR_ID),
+            "--comm-d", c1.comm_d.hex(), "--prover-id", PROVER_ID.hex(), "--sector-id", str(sector_id),
             "--ticket", TICKET.hex(), "--seed", SEED.hex()]
 
 
@@ -113,9 +114,66 @@ def test_the_job_path_writes_a_verified_seal_proof(sealed, proved, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert "INSECURE" in r.stdout + r.stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    seal_proof = manifest["seal_proof"]  # beside the run info
+    seal_proof = manifest["seal_proofs"]["c1"]  # beside the run info, by proof id (the C1's name)
     assert seal_proof["verified"] and (out / seal_proof["path"]).stat().st_size == 192
+    assert seal_proof["c1"] == str(c1)
     assert [e["partition"] for e in manifest["proofs"]] == [0] and manifest["proofs"][0]["verified"]
+
+
+def prove_job(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "jobs" / "prove.py"), "circuit=filecoin",
+                           "circuit.variant=inputs", "backend=cpu", *map(str, args)],
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_the_job_proves_a_folder_of_c1s_each_to_its_own_multiproof(sealed, proved, tmp_path, capsys):
+    """circuit.c1=DIR: every .json in the folder is one proof of one run (one engine start-up for
+    many sectors); each MultiProof verifies with ``filecoin verify`` against its own sector and is
+    refused with the other sector's comm_r (their proofs were not swapped or mixed)."""
+    _, c1, cache = sealed
+    _, vk = proved
+    folder = tmp_path / "c1s"
+    folder.mkdir()
+    shutil.copy(c1, folder / "a.json")
+    piece = bytearray(fr32.unpadded_size(2048))
+    piece[0] = 9
+    other = seal.seal_sector(bytes(piece), registry.registered_seal_proof(PROOF), PROVER_ID, SECTOR_ID + 1, TICKET)
+    write_c1(seal.commit_phase1(other, SEED), folder / "b.json")
+    (folder / "notes.txt").write_text("not a C1: only .json files are taken")
+    out = tmp_path / "run"
+    r = prove_job(f"circuit.c1={folder}", f"cache_dir={cache}", f"output_dir={out}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "2 proof(s) x 1 partition(s)" in r.stdout + r.stderr
+    seals = json.loads((out / "manifest.json").read_text())["seal_proofs"]
+    assert sorted(seals) == ["a", "b"] and all(s["verified"] for s in seals.values())
+    proof_a, proof_b = (out / seals[n]["path"] for n in ("a", "b"))
+    comm_r_b = read_c1(folder / "b.json").comm_r
+    capsys.readouterr()
+    assert main(verify_args(folder / "a.json", proof_a, vk)) == 0
+    assert main(verify_args(folder / "b.json", proof_b, vk, sector_id=SECTOR_ID + 1)) == 0
+    assert main(verify_args(folder / "a.json", proof_a, vk, comm_r_b)) == 1  # the negative twin
+    assert main(verify_args(folder / "b.json", proof_a, vk, sector_id=SECTOR_ID + 1)) == 1  # a's proof as b's
+    assert capsys.readouterr().out.split() == ["OK", "OK", "INVALID", "INVALID"]
+
+
+def test_c1s_of_two_registered_proofs_in_one_run_are_refused_in_one_line(sealed, tmp_path):
+    """Two registered proofs need two keys: refused before anything is written, naming a C1 of each."""
+    _, c1, cache = sealed
+    folder = tmp_path / "c1s"
+    folder.mkdir()
+    shutil.copy(c1, folder / "a.json")
+    obj = json.loads(c1.read_text())
+    (folder / "b.json").write_text(json.dumps({**obj, "registered_proof": "StackedDrg2KiBV1"}))
+    out = tmp_path / "run"
+    r = prove_job(f"circuit.c1=[{folder / 'a.json'},{folder / 'b.json'}]", f"cache_dir={cache}", f"output_dir={out}")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "b.json is a StackedDrg2KiBV1 C1" in lines[0] and "a.json a StackedDrg2KiBV1_1 one" in lines[0], lines[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = prove_job(f"circuit.c1={empty}", f"cache_dir={cache}", f"output_dir={out}")
+    assert r.returncode == 2 and "the folder holds no .json files" in r.stderr, r.stderr[-2000:]
+    assert not (out / "manifest.json").exists() and not (out / "proofs").exists()
 
 
 # --- bad input: one line, exit 2 ---------------------------------------------------------------------------
@@ -139,6 +197,8 @@ def test_bad_c1_params_and_partitions_are_one_line_errors(sealed, tmp_path):
     missing = tmp_path / "missing.json"
     missing.write_text(json.dumps({k: v for k, v in obj.items() if k != "comm_r"}))
     one_line_error(c2_cli(missing, "-o", tmp_path / "p.bin", "--cache-dir", cache), "comm_r")
+    one_line_error(c2_cli(tmp_path, "-o", tmp_path / "p.bin", "--cache-dir", cache), "no such file",
+                   "circuit.c1=DIR")  # a folder: the job's many-C1 form, not c2's one proof
     two = tmp_path / "two.json"
     (vanilla,) = obj["vanilla_proofs"].values()
     two.write_text(json.dumps({**obj, "vanilla_proofs": {k: vanilla * 2 for k in obj["vanilla_proofs"]}}))

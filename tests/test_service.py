@@ -294,7 +294,8 @@ def test_filecoin_c2_request_writes_a_multiproof_that_filecoin_verify_accepts(sv
     pid = svc.submit("filecoin-1", {"kind": "filecoin-c2", "c1": str(svc.tmp / "c1.json"), "variant": "inputs"})
     assert svc.wait_state(pid)["partitions_done"] == 1
     manifest = json.loads((results_dir(svc, pid) / "manifest.json").read_text())
-    out = results_dir(svc, pid) / manifest["seal_proof"]["path"]
+    (seal_proof,) = manifest["seal_proofs"].values()
+    out = results_dir(svc, pid) / seal_proof["path"]
     setup = c2.circuit_setup(proof, svc.cache, "inputs")  # the service recorded it there
     flags = ["--vk", str(c2.dev_key_files(setup, svc.cache)[1]), "--registered-proof", proof.name, "--comm-d",
              c1.comm_d.hex(), "--prover-id", ids[0].hex(), "--sector-id", str(ids[1]), "--ticket", ids[2].hex(),
@@ -312,40 +313,46 @@ def test_filecoin_c2_request_writes_a_multiproof_that_filecoin_verify_accepts(sv
     assert code == 422 and "seed" in json.dumps(ans), (code, ans)
 
 
-def test_prove_job_with_service_url_for_a_c1_writes_its_multiproof(svc, tmp_path, capsys):
-    """``jobs/prove.py circuit=filecoin service.url=...``: a filecoin-c2 request (before, the client
-    sent the built-in circuit's request and proved that), one per C1 whatever proofs= says, as the
-    batch job counts it (with proofs=2 the client failed on an IndexError), and the MultiProof a
-    local run writes, verified against the C1's inputs with the service's key; ``filecoin verify``
-    accepts it and refuses it with another comm_r."""
+def test_prove_job_with_service_url_for_c1s_writes_their_multiproofs(svc, tmp_path, capsys):
+    """``jobs/prove.py circuit=filecoin circuit.c1=DIR service.url=...``: one filecoin-c2 request per
+    C1 of the folder (before, the client sent the built-in circuit's request and proved that),
+    whatever proofs= says, as the batch job counts them, and the MultiProofs a local run writes,
+    each verified against its C1's inputs with the service's key; ``filecoin verify`` accepts each
+    against its own sector and refuses it against the other's comm_r."""
     from cuzk_ray.filecoin import c2, fr32, registry, seal
     from cuzk_ray.filecoin.c1 import write_c1
     from cuzk_ray.filecoin.commands import main as filecoin
     from cuzk_ray.outputs import SEAL_PROOF
 
     proof = registry.registered_seal_proof("StackedDrg2KiBV1_1")
-    ids = (bytes(31) + b"\x0b", 6, bytes([5]) * 32, bytes([6]) * 32)  # prover_id, sector_id, ticket, seed
-    c1 = seal.commit_phase1(seal.seal_sector(bytes(fr32.unpadded_size(2048)), proof, *ids[:3]), ids[3])
-    write_c1(c1, svc.tmp / "client-c1.json")
+    folder = svc.tmp / "client-c1s"
+    folder.mkdir()
+    sectors = {}  # name -> (C1, prover_id, sector_id, ticket, seed)
+    for name, sector_id in (("s6", 6), ("s7", 7)):
+        ids = (bytes(31) + b"\x0b", sector_id, bytes([5]) * 32, bytes([6]) * 32)
+        c1 = seal.commit_phase1(seal.seal_sector(bytes(fr32.unpadded_size(2048)), proof, *ids[:3]), ids[3])
+        write_c1(c1, folder / f"{name}.json")
+        sectors[name] = (c1, *ids)
     out = tmp_path / "run"
-    res = prove_job(f"output_dir={out}", f"service.url={svc.url}", "circuit=filecoin",
-                    f"circuit.c1={svc.tmp / 'client-c1.json'}", "circuit.variant=inputs", "proofs=2",
-                    f"cache_dir={svc.cache}", "progress_s=0")
+    res = prove_job(f"output_dir={out}", f"service.url={svc.url}", "circuit=filecoin", f"circuit.c1={folder}",
+                    "circuit.variant=inputs", "proofs=3", f"cache_dir={svc.cache}", "progress_s=0")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "1 proof(s) x 1 partition(s) of filecoin sent to" in res.stdout
+    assert "2 proof(s) x 1 partition(s) of filecoin sent to" in res.stdout
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["complete"] and manifest["seal_proof"]["verified"] and manifest["seal_proof"]["vk"] is None
-    multiproof = out / manifest["seal_proof"]["path"]
-    assert multiproof == out / "proofs" / "client-c1" / SEAL_PROOF and multiproof.stat().st_size == 192
-    setup = c2.circuit_setup(proof, svc.cache, "inputs")
-    flags = ["--vk", str(c2.dev_key_files(setup, svc.cache)[1]), "--registered-proof", proof.name, "--comm-d",
-             c1.comm_d.hex(), "--prover-id", ids[0].hex(), "--sector-id", str(ids[1]), "--ticket", ids[2].hex(),
-             "--seed", ids[3].hex()]
-    other = bytes([c1.comm_r[0] ^ 1]) + c1.comm_r[1:]
+    seals = manifest["seal_proofs"]
+    assert manifest["complete"] and sorted(seals) == ["s6", "s7"]
+    vk = str(c2.dev_key_files(c2.circuit_setup(proof, svc.cache, "inputs"), svc.cache)[1])
     capsys.readouterr()
-    assert filecoin(["verify", str(multiproof), "--comm-r", c1.comm_r.hex(), *flags]) == 0
-    assert filecoin(["verify", str(multiproof), "--comm-r", other.hex(), *flags]) == 1
-    assert capsys.readouterr().out.split() == ["OK", "INVALID"]
+    for name, other in (("s6", "s7"), ("s7", "s6")):
+        assert seals[name]["verified"] and seals[name]["vk"] is None
+        multiproof = out / seals[name]["path"]
+        assert multiproof == out / "proofs" / name / SEAL_PROOF and multiproof.stat().st_size == 192
+        c1, prover_id, sector_id, ticket, seed = sectors[name]
+        flags = ["--vk", vk, "--registered-proof", proof.name, "--comm-d", c1.comm_d.hex(), "--prover-id",
+                 prover_id.hex(), "--sector-id", str(sector_id), "--ticket", ticket.hex(), "--seed", seed.hex()]
+        assert filecoin(["verify", str(multiproof), "--comm-r", c1.comm_r.hex(), *flags]) == 0
+        assert filecoin(["verify", str(multiproof), "--comm-r", sectors[other][0].comm_r.hex(), *flags]) == 1
+    assert capsys.readouterr().out.split() == ["OK", "INVALID"] * 2
 
 
 def times(svc, ids) -> dict[str, tuple]:

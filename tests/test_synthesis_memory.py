@@ -90,6 +90,6 @@ def test_filecoin_synthesis_bytes_bound_a_fresh_task(tmp_path):
     c1 = c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", 1, bytes(32), bytes(32), np.random.default_rng(0))
     write_c1(c1, tmp_path / "c1.json")
     setup = c2.circuit_setup(proof, tmp_path, "stacked")  # the partition cache, made once here
-    c = FilecoinCircuit(str(tmp_path / "c1.json"), None, "stacked", proof.name)
+    c = FilecoinCircuit((str(tmp_path / "c1.json"),), None, "stacked", proof.name)
     c.meta.update(cache_dir=str(tmp_path), n_wires=setup.recording.cs.n_wires, full_wires=c2.full_wires(setup))
     check_bounds(c.synthesis_bytes(), traced_peak(c.synth_spec(0, 0, 0)))

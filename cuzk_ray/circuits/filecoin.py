@@ -1,32 +1,40 @@
-"""The Filecoin circuit for the engine (``circuit=filecoin``): one C1 file is one proof of
+"""The Filecoin circuit for the engine (``circuit=filecoin``): each C1 file is one proof of
 ``partitions`` partitions of the StackedDRG circuit (filecoin/c2.py), proved with bellperson's QAP.
 
     python jobs/prove.py circuit=filecoin circuit.c1=C1.json circuit.params=DIR
+    python jobs/prove.py circuit=filecoin circuit.c1=DIR      (every .json in DIR; or a list, a glob)
+
+Many C1s in one run share the engine's start-up (Ray, the key mapped and uploaded) and keep the
+GPU fed across sectors; they must be of one registered proof (one key).
 
 The key: Filecoin's published ``.params`` in DIR (named as parameters.json names them, digest
 checked), or, without ``circuit.params``, a development key (INSECURE) made once and cached as
 ``.params`` + ``.vk`` under ``<cache_dir>/keys``. The partitions go through the engine as every
-circuit's do (each verified before it is written); at the end ``write_seal_proofs`` writes the
-192-byte-per-partition MultiProof beside them, verified against the C1's public inputs first.
+circuit's do (each verified before it is written); at the end ``write_seal_proofs`` writes each
+C1's 192-byte-per-partition MultiProof beside them, verified against its public inputs first.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..outputs import SEAL_PROOF
 from ..witness import CompactWitness, compact_bytes
+from . import expand_files, file_names
+
+C1_SUFFIX = ".json"
+C1_USAGE = ("circuit=filecoin needs circuit.c1=C1.json, a list [A.json,...], a folder or a glob (C1 JSON files: "
+            "SealCommitPhase1Output, one proof each)")
 
 
 @dataclass(frozen=True)
 class FilecoinCircuit:
-    """A C1 file proved as Filecoin's C2 (``circuit=filecoin``)."""
+    """C1 files proved as Filecoin's C2 (``circuit=filecoin``), one proof each."""
 
-    c1: str
+    c1_files: tuple[str, ...]
     params: str | None = None
     variant: str = "stacked"
     proof_type: str = ""  # the C1's registered proof (read by from_config)
@@ -37,22 +45,29 @@ class FilecoinCircuit:
 
     @classmethod
     def from_config(cls, c: dict) -> FilecoinCircuit:
-        """From ``circuit.c1``, ``circuit.params`` (a directory or null) and ``circuit.variant``;
-        the C1 is read here (a malformed one fails in one line, naming the field)."""
+        """From ``circuit.c1`` (a file, a list, a folder of .json files or a glob: expand_files),
+        ``circuit.params`` (a directory or null) and ``circuit.variant``; every C1 is read here (a
+        malformed one fails in one line, naming the file and field; C1s of two registered proofs,
+        which need two keys, are refused naming one of each)."""
         from ..filecoin.c1 import read_c1
         from ..filecoin.c2 import check_variant
 
-        if not c.get("c1"):
-            raise ValueError("circuit=filecoin needs circuit.c1=PATH (a C1 JSON file: SealCommitPhase1Output)")
-        path = os.path.abspath(os.path.expanduser(c["c1"]))
-        if not os.path.isfile(path):
-            raise ValueError(f"circuit.c1={c['c1']}: no such file")
+        files = expand_files(c.get("c1"), C1_SUFFIX, "circuit.c1", C1_USAGE)
+        for path in files:
+            if not os.path.isfile(path):
+                raise ValueError(f"circuit.c1={path}: no such file")
         params = c.get("params")
         if params is not None and not os.path.isdir(os.path.expanduser(params)):
             raise ValueError(f"circuit.params={params}: not a directory (the folder holding Filecoin's .params/.vk)")
-        c1 = read_c1(path)
-        return cls(path, os.path.abspath(os.path.expanduser(params)) if params else None,
-                   check_variant(c.get("variant") or "stacked"), c1.registered_proof.name)
+        kinds: dict[str, str] = {}  # registered proof -> the first C1 of it
+        for path in files:
+            kinds.setdefault(read_c1(path).registered_proof.name, path)
+        if len(kinds) > 1:
+            (a, fa), (b, fb) = list(kinds.items())[:2]
+            raise ValueError(f"circuit.c1: {fb} is a {b} C1 and {fa} a {a} one: one run proves C1s of one "
+                             f"registered proof (one key); prove them in two runs")
+        return cls(files, os.path.abspath(os.path.expanduser(params)) if params else None,
+                   check_variant(c.get("variant") or "stacked"), next(iter(kinds)))
 
     @property
     def registered_proof(self):
@@ -76,7 +91,8 @@ class FilecoinCircuit:
         from ..filecoin.c1 import read_c1
 
         setup = c2.circuit_setup(self.registered_proof, cache_dir, self.variant)
-        c2.check_c1(setup, read_c1(self.c1), self.c1)
+        for path in self.c1_files:
+            c2.check_c1(setup, read_c1(path), path)
         if self.params is not None:
             params, vk = c2.published_params(self.params, setup)
             pk, note = c2.mapped_params(params, setup, cache_dir), "published .params, digest checked"
@@ -125,7 +141,7 @@ class FilecoinCircuit:
         return self.meta.get("circuit_id", f"filecoin-{self.variant}-{self.proof_type}")
 
     def synth_spec(self, seed: int, proof: int, partition: int) -> dict:
-        return {"kind": self.kind, "c1": self.c1, "proof_type": self.proof_type, "variant": self.variant,
+        return {"kind": self.kind, "c1": self.c1_files[proof], "proof_type": self.proof_type, "variant": self.variant,
                 "cache_dir": self.meta["cache_dir"], "proof": proof, "partition": partition}
 
     def domain_size(self) -> int:
@@ -151,43 +167,46 @@ class FilecoinCircuit:
         n = self.meta["n_wires"]
         full = min(n, self.meta.get("full_wires", n))
         first = (64 if self.variant == "stacked" else 32) << 20
-        return n + n // 4 + 2 * 32 * full + 2 * os.path.getsize(self.c1) + first
+        largest = max(os.path.getsize(f) for f in self.c1_files)  # a task parses one C1
+        return n + n // 4 + 2 * 32 * full + 2 * largest + first
 
     def proof_label(self, proof: int) -> str:
-        return f"C1 {self.c1}"
+        return f"C1 {self.c1_files[proof]}"
 
     def proof_names(self) -> tuple[str, ...]:
-        """The proof's id in output_dir/proofs/: the C1 file's name less its extension, characters
-        other than letters, digits, ``_`` and ``-`` replaced by ``_``."""
-        return (re.sub(r"[^A-Za-z0-9_-]", "_", Path(self.c1).stem) or "c1",)
+        """Each proof's id in output_dir/proofs/: its C1 file's name less ``.json`` (file_names)."""
+        return file_names(self.c1_files, C1_SUFFIX, "c1")
 
     def proof_info(self, proof: int) -> dict:
-        return {"c1": self.c1}
+        return {"c1": self.c1_files[proof]}
 
-    def write_seal_proofs(self, output_dir, entries: dict, proof_id: str | None = None, vk=None) -> dict:
-        """The MultiProof of the C1 from the partitions on disk (``entries``: OutputDir.entries),
+    def write_seal_proofs(self, output_dir, entries: dict, proof_ids=None, vk=None) -> dict:
+        """Each C1's MultiProof from its partitions on disk (``entries``: OutputDir.entries),
         verified against the C1's public inputs with the bellperson verifier, then written
-        (temporary name, rename); what the manifest's run info records. Nothing when a partition is
-        missing (a failed or stopped run). ``proof_id``: the entries' id (default: proof_names()).
-        ``vk``: the verifying key (a service client has the service's, as a VerifyingKey); default
-        the .vk file load_key found."""
+        (temporary name, rename) as proofs/<id>/seal_proof.bin; what the manifest's run info
+        records (``seal_proofs``: id -> path, digest). A C1 with a partition missing (a failed or
+        stopped run) gets none. ``proof_ids``: the entries' ids, one per C1 (default:
+        proof_names(); the service's own ids). ``vk``: the verifying key (a service client has
+        the service's, as a VerifyingKey); default the .vk file load_key found."""
         from ..filecoin.c1 import read_c1
         from ..filecoin.c2 import write_multiproof
         from ..filecoin.params import read_vk
         from ..formats.native import file_sha256
         from ..formats.snarkjs_json import read_proof
 
-        name = proof_id or self.proof_names()[0]
-        parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
-        if sorted(parts) != list(range(self.partitions)):
-            return {}
-        out = Path(output_dir)
-        proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
-        path = out / "proofs" / name / SEAL_PROOF
-        write_multiproof(path, read_vk(self.meta["vk"]) if vk is None else vk, read_c1(self.c1), proofs)
-        return {"seal_proof": {"path": str(path.relative_to(out)), "sha256": file_sha256(path),
-                               "partitions": self.partitions, "verified": True,
-                               "vk": self.meta["vk"] if vk is None else None}}
+        out, key = Path(output_dir), read_vk(self.meta["vk"]) if vk is None else vk
+        written = {}
+        for c1, name in zip(self.c1_files, proof_ids or self.proof_names(), strict=True):
+            parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+            if sorted(parts) != list(range(self.partitions)):
+                continue
+            proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
+            path = out / "proofs" / name / SEAL_PROOF
+            write_multiproof(path, key, read_c1(c1), proofs)
+            written[name] = {"path": str(path.relative_to(out)), "sha256": file_sha256(path), "c1": c1,
+                             "partitions": self.partitions, "verified": True,
+                             "vk": self.meta["vk"] if vk is None else None}
+        return {"seal_proofs": written} if written else {}
 
 
 @functools.lru_cache(maxsize=2)

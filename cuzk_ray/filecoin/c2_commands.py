@@ -11,6 +11,7 @@ as ``C2_VERBS``; bad input is one line, exit 2.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,7 +39,7 @@ def c2_config(args: argparse.Namespace, work: Path) -> dict:
 
     cfg = compose(["circuit=filecoin", f"backend={args.backend}", f"setup_backend={args.backend}",
                    f"setup_seed={args.setup_seed}"])
-    cfg["circuit"].update(c1=args.c1, params=args.params, variant=args.variant)
+    cfg["circuit"].update(c1=[args.c1], params=args.params, variant=args.variant)
     if args.cache_dir:
         cfg["cache_dir"] = args.cache_dir
     cfg["output_dir"], cfg["verbose"] = str(work), args.verbose
@@ -53,6 +54,9 @@ def run_c2(args: argparse.Namespace) -> int:
     from ..outputs import SEAL_PROOF
 
     out = Path(args.out)
+    if not os.path.isfile(args.c1):  # (the job would take a folder or glob as many C1s: one -o PROOF is one)
+        raise ValueError(f"{args.c1}: no such file (c2 proves one C1 file; python jobs/prove.py circuit=filecoin "
+                         f"circuit.c1=DIR proves every C1 of a folder)")
     if not out.resolve().parent.is_dir():
         raise ValueError(f"-o {args.out}: no such directory {out.resolve().parent}")
     work = Path(tempfile.mkdtemp(prefix=".cuzk-ray-c2-", dir=out.resolve().parent))  # same file system

@@ -130,8 +130,9 @@ def request_circuit(cfg: dict, circuit, index: int) -> dict:
         if circuit.r1cs:
             out["r1cs"] = circuit.r1cs
         return out
-    if circuit.kind == "filecoin":  # the C1 is the proof (one per batch: config.proof_count)
-        return {"kind": "filecoin-c2", "c1": circuit.c1, "params": circuit.params, "variant": circuit.variant}
+    if circuit.kind == "filecoin":  # the index-th C1 (one proof each: config.proof_count)
+        return {"kind": "filecoin-c2", "c1": circuit.c1_files[index], "params": circuit.params,
+                "variant": circuit.variant}
     return {"kind": "porep", "constraints": c["constraints"], "partitions": c["partitions"], "public": c["public"],
             "field_share": c["field_share"], "circuit_seed": c["circuit_seed"], "shape": c.get("shape", "default"),
             "seed": cfg["seed"], "proof": index}
@@ -185,7 +186,7 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
     from ..outputs import RunIdentity
 
     say, t0 = console.say, time.perf_counter()
-    proofs = proof_count(cfg, circuit)  # the batch job's count: a Filecoin C1 is one proof whatever proofs= says
+    proofs = proof_count(cfg, circuit)  # the batch job's count: one per C1 whatever proofs= says
     names = list(circuit.proof_names() or [batch_proof_id(i) for i in range(proofs)])
     tag, priority = run_tag(cfg, circuit), cfg["service"].get("priority", "normal")
     ids = []
@@ -240,7 +241,7 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
         raise ProofFailed("; ".join(f"{label}: {why}" for label, why in sorted(failed.items())))
     info = {"circuit": identity.circuit_id, "key": key, "engine": "service", "service": client.url,
             "wall_seconds": round(time.perf_counter() - t0, 3)}
-    if circuit.kind == "filecoin":  # the MultiProof, verified against the C1's inputs, as a local run writes it
+    if circuit.kind == "filecoin":  # each C1's MultiProof, verified against its inputs, as a local run writes it
         info.update(circuit.write_seal_proofs(out.path, out.entries, vk=service_vk))
     manifest = out.finish(info, failed)
     kind = "manifest" if manifest.name == "manifest.json" else "partial manifest (some proofs failed)"

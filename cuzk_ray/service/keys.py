@@ -71,12 +71,12 @@ class KeyCircuit:
         if self.base.kind == "snarkjs":
             return dataclasses.replace(self.base, witness=(self.witness_of[proof],)).synth_spec(seed, 0, partition)
         if self.base.kind == "filecoin":
-            return self.for_c1(self.c1_of[proof]).synth_spec(seed, proof, partition)
+            return self.for_c1(self.c1_of[proof]).synth_spec(seed, 0, partition)
         return self.base.synth_spec(seed, proof, partition)
 
     def for_c1(self, c1: str):
         """The key's Filecoin circuit with another C1 of the same proof type (its meta shared)."""
-        return dataclasses.replace(self.base, c1=c1)
+        return dataclasses.replace(self.base, c1_files=(c1,))
 
 
 @dataclass

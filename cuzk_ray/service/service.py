@@ -565,7 +565,7 @@ class ProvingService:
             rk = self.keys.keys.get(f.key_id)
             if state is ProofState.DONE and rk is not None and f.record.circuit["kind"] == "filecoin-c2":
                 c1 = rk.circuit.for_c1(f.record.circuit["c1"])  # the MultiProof, verified against the C1, written
-                info.update(c1.write_seal_proofs(f.out.path, f.out.entries, pid))
+                info.update(c1.write_seal_proofs(f.out.path, f.out.entries, (pid,)))
             f.out.finish(info, {pid: error} if state is ProofState.FAILED else {})
         except (*user_errors(), OSError) as e:
             state, error = ProofState.FAILED, f"output_dir: {one_line(_message(e))}"
