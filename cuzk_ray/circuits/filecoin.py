@@ -9,7 +9,7 @@ GPU fed across sectors; they must be of one registered proof (one key).
 
 The key: Filecoin's published ``.params`` in DIR (named as parameters.json names them, digest
 checked), or, without ``circuit.params``, a development key (INSECURE) made once and cached as
-``.params`` + ``.vk`` under ``<cache_dir>/keys``. The partitions go through the engine as every
+a key bundle + ``.vk`` under ``<cache_dir>/keys`` (load_key). The partitions go through the engine as every
 circuit's do (each verified before it is written); at the end ``write_seal_proofs`` writes each
 C1's 192-byte-per-partition MultiProof beside them, verified against its public inputs first.
 """
