@@ -111,7 +111,8 @@ def engine_config(args, work: Path) -> dict:
     if args.pw:
         over.append(f"pw={args.pw}")
     cfg = compose(over + list(args.set or []))
-    cfg["circuit"].update(c1=str(work / "c1.json"), variant=args.variant)
+    # the same C1 --repeat times: proof i proves circuit.c1[i] (a list: one proof per C1 file)
+    cfg["circuit"].update(c1=[str(work / "c1.json")] * args.repeat, variant=args.variant)
     cfg["cache_dir"], cfg["output_dir"] = args.cache_dir, str(work / "run")
     return cfg
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..outputs import SEAL_PROOF
 from ..witness import CompactWitness, compact_bytes
-from . import expand_files, file_names
+from .input_files import expand_files, file_names
 
 C1_SUFFIX = ".json"
 C1_USAGE = ("circuit=filecoin needs circuit.c1=C1.json, a list [A.json,...], a folder or a glob (C1 JSON files: "
@@ -60,7 +60,7 @@ class FilecoinCircuit:
         if params is not None and not os.path.isdir(os.path.expanduser(params)):
             raise ValueError(f"circuit.params={params}: not a directory (the folder holding Filecoin's .params/.vk)")
         kinds: dict[str, str] = {}  # registered proof -> the first C1 of it
-        for path in files:
+        for path in dict.fromkeys(files):  # each file read once (a list may name one twice)
             kinds.setdefault(read_c1(path).registered_proof.name, path)
         if len(kinds) > 1:
             (a, fa), (b, fb) = list(kinds.items())[:2]
@@ -91,7 +91,7 @@ class FilecoinCircuit:
         from ..filecoin.c1 import read_c1
 
         setup = c2.circuit_setup(self.registered_proof, cache_dir, self.variant)
-        for path in self.c1_files:
+        for path in dict.fromkeys(self.c1_files):
             c2.check_c1(setup, read_c1(path), path)
         if self.params is not None:
             params, vk = c2.published_params(self.params, setup)
