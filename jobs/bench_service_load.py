@@ -10,7 +10,8 @@
    result and verifies every partition with the service's verification key, and sends its first
    request again at the end (it must get the same proof id: submit is idempotent);
    --circom-clients more threads do the same with the circom fixture (a second key resident
-   beside the first: two keys under load);
+   beside the first: two keys under load); --batch-client N adds the project's own client at the
+   same time, `jobs/prove.py service.url=... proofs=N` (one process following N proofs);
 3. every proof's journal checked for a partition proved twice; peak host memory sampled every
    second; then the batch job (jobs/prove.py) proves the same number of built-in proofs with the
    same overrides, for the comparison: the service's proofs/s under load against the batch's.
@@ -125,6 +126,15 @@ def quantiles(xs: list[float]) -> str:
     return f"p50 {q[0]:.3f} / p90 {q[1]:.3f} / p99 {q[2]:.3f} / max {max(xs):.3f}"
 
 
+def start_batch_client(svc: Service, out: Path, cache: Path, overrides: list[str], proofs: int):
+    """jobs/prove.py service.url=... proofs=N, its output in batch-client.log."""
+    cmd = [sys.executable, str(ROOT / "jobs" / "prove.py"), f"service.url={svc.url}", f"cache_dir={cache}",
+           f"output_dir={out / 'batch-client'}", f"proofs={proofs}", "seed=7", "overwrite=true", "progress_s=0",
+           *[o for o in overrides if o.startswith("circuit.")]]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=open(out / "batch-client.log", "w"), stderr=subprocess.STDOUT,
+                            env=child_env())
+
+
 def batch_job(out: Path, cache: Path, overrides: list[str], proofs: int) -> tuple[int, float]:
     """jobs/prove.py proves the same number of built-in proofs: (exit, proving seconds from its manifest)."""
     run = out / "batch"
@@ -142,6 +152,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--requests", type=int, default=4, help="requests per client")
     ap.add_argument("--circom-clients", type=int, default=4)
+    ap.add_argument("--batch-client", type=int, default=0, metavar="N",
+                    help="also jobs/prove.py service.url=... proofs=N at the same time")
     ap.add_argument("--poll", type=float, default=0.5, help="seconds between a client's status polls")
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "service-load")
     ap.add_argument("--ready-timeout", type=float, default=600)
@@ -163,10 +175,12 @@ def main() -> int:
             logs.append(ClientLog())
             threads.append(threading.Thread(target=run_client, args=(svc, name, bodies, args.poll, logs[-1])))
         t0 = time.time()
+        client = start_batch_client(svc, out, cache, args.overrides, args.batch_client) if args.batch_client else None
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        client_code = client.wait() if client else None
         wall = time.time() - t0
     finally:
         svc.stop()
@@ -193,12 +207,16 @@ def main() -> int:
             ("throughput, all proofs", f"{done / span:.2f} proofs/s"),
             ("throughput, built-in proofs", f"{porep_done / porep_span:.2f} proofs/s"),
             ("peak host memory used (machine)", f"{sampler.host_peak / 2**30:.1f} GiB")]
-    ok = not errors and not twice and done == len(logs) * args.requests
+    if client is not None:
+        rows.append((f"batch client: jobs/prove.py service.url, {args.batch_client} proofs",
+                     f"exit {client_code}, {wall:.1f} s, {args.batch_client / wall:.2f} proofs/s"))
+    ok = not errors and not twice and client_code in (None, 0) and done == len(logs) * args.requests
     ok &= all(g.idempotent for g in logs) and verified == partitions
     if not args.no_batch:
-        code, seconds = batch_job(out, cache, args.overrides, porep_done)
-        rows.append((f"batch job: the {porep_done} built-in proofs (jobs/prove.py, same overrides)",
-                     f"exit {code}, proving {seconds:.1f} s, {porep_done / seconds:.2f} proofs/s"))
+        n = porep_done + args.batch_client  # every built-in proof the service made
+        code, seconds = batch_job(out, cache, args.overrides, n)
+        rows.append((f"batch job: {n} built-in proofs (jobs/prove.py, same overrides)",
+                     f"exit {code}, proving {seconds:.1f} s, {n / seconds:.2f} proofs/s"))
     width = max(len(r[0]) for r in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")

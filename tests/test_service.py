@@ -63,8 +63,9 @@ def test_healthz_is_503_until_the_provers_are_up_then_200(svc):
 
 def test_every_route_but_healthz_needs_the_token(svc):
     svc.wait_ready()
-    for method, path in [("GET", "/v1/status"), ("GET", "/v1/proofs/x"), ("POST", "/v1/proofs"),
-                         ("DELETE", "/v1/proofs/x"), ("POST", "/v1/keys"), ("DELETE", "/v1/keys/x")]:
+    for method, path in [("GET", "/v1/status"), ("GET", "/v1/proofs/x"), ("GET", "/v1/proofs?ids=x"),
+                         ("POST", "/v1/proofs"), ("DELETE", "/v1/proofs/x"), ("POST", "/v1/keys"),
+                         ("DELETE", "/v1/keys/x")]:
         code, ans = svc.request(method, path, body={}, token=False)
         assert code == 401 and "Bearer" in ans["error"], (method, path, code, ans)
         code, ans = svc.request(method, path, body={}, token="not-the-token")
@@ -72,6 +73,26 @@ def test_every_route_but_healthz_needs_the_token(svc):
     assert svc.request("GET", "/v1/status")[0] == 200  # the positive twin
     token_file = svc.cache / "service" / "token"
     assert token_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_many_proofs_status_in_one_call_is_each_proofs_own(svc):
+    """GET /v1/proofs?ids=A,B: each proof's GET /v1/proofs/{id} answer, in the order asked, in one
+    call (the batch client polls a whole batch with it); an unknown id is a 404 naming it, none
+    or too many ids a 422."""
+    from cuzk_ray.service.models import STATUS_IDS_MAX
+
+    ids = [svc.submit(f"many-{i}", {**SMALL, "proof": i}) for i in range(2)]
+    for pid in ids:
+        svc.wait_state(pid)
+    code, ans = svc.request("GET", f"/v1/proofs?ids={ids[1]},{ids[0]}")
+    assert code == 200 and [p["proof_id"] for p in ans["proofs"]] == [ids[1], ids[0]]
+    assert ans["proofs"] == [svc.request("GET", f"/v1/proofs/{p}")[1] for p in (ids[1], ids[0])]
+    code, ans = svc.request("GET", f"/v1/proofs?ids={ids[0]},nosuchproof")
+    assert code == 404 and "nosuchproof" in ans["error"], ans
+    code, ans = svc.request("GET", "/v1/proofs")
+    assert code == 422 and "ids" in ans["error"], ans
+    code, ans = svc.request("GET", "/v1/proofs?ids=" + ",".join([ids[0]] * (STATUS_IDS_MAX + 1)))
+    assert code == 422 and f"at most {STATUS_IDS_MAX}" in ans["error"], ans
 
 
 def test_submit_is_idempotent_by_request_id_and_409_on_another_body(svc):

@@ -141,6 +141,10 @@ class Ingress:
     async def submit(self, request: Request) -> JSONResponse:
         return await self._call(request, "submit", body=True)
 
+    @api.get("/v1/proofs")
+    async def proofs(self, request: Request, ids: str = "") -> JSONResponse:
+        return await self._call(request, "proofs", ids)
+
     @api.get("/v1/proofs/{proof_id}")
     async def proof(self, proof_id: str, request: Request) -> JSONResponse:
         return await self._call(request, "proof", proof_id)

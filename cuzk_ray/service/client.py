@@ -21,7 +21,7 @@ import urllib.request
 
 from ..console import LOG_FILE, Console, Progress
 from ..engines.types import PartitionResult, batch_proof_id
-from .models import one_line
+from .models import STATUS_IDS_MAX, one_line
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,16 @@ class ServiceClient:
             self.say(f"service at {self.url} is back after {time.monotonic() - self.down_since:.0f} s; resuming")
         self.answered, self.down_since = True, None
 
+    def statuses(self, proof_ids: list[str]) -> dict[str, dict]:
+        """Each proof's status by id (GET /v1/proofs?ids=..., STATUS_IDS_MAX ids a call): a batch
+        of any size is one poll, not a GET per proof."""
+        out = {}
+        for k in range(0, len(proof_ids), STATUS_IDS_MAX):
+            chunk = proof_ids[k:k + STATUS_IDS_MAX]
+            for st in self.expect("GET", "/v1/proofs?ids=" + ",".join(chunk), (200,))["proofs"]:
+                out[st["proof_id"]] = st
+        return out
+
     def expect(self, method: str, path: str, ok: tuple[int, ...], body=None) -> dict:
         code, ans = self.call(method, path, body)
         if code not in ok:
@@ -201,8 +211,9 @@ def collect(cfg: dict, circuit, client: ServiceClient, out, console: Console, sc
     left, failed, key, identity = set(range(proofs)), {}, None, None
     written, progress = 0, dict.fromkeys(range(proofs), 0)  # partitions verified, per proof
     while left:
+        states = client.statuses([ids[i] for i in sorted(left)])
         for i in sorted(left):
-            st = client.expect("GET", f"/v1/proofs/{ids[i]}", (200,))
+            st = states[ids[i]]
             progress[i] = st["partitions_done"]
             if st["state"] in ("failed", "cancelled"):
                 failed[circuit.proof_label(i)] = st["error"] or f"{st['state']} on the service"

@@ -50,6 +50,9 @@ class EngineActor:
     def proof(self, proof_id: str) -> Reply:
         return self._answer(self.service.proof, proof_id)
 
+    def proofs(self, ids: str) -> Reply:
+        return self._answer(self.service.proofs, ids)
+
     def result(self, proof_id: str) -> Reply:
         return self._answer(self.service.result, proof_id)
 

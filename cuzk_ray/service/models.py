@@ -25,6 +25,8 @@ POREP_INT = ("constraints", "partitions", "public", "circuit_seed", "seed", "pro
 CIRCUIT_KEYS = {"porep": ("kind", *POREP_INT, "field_share", "shape"), "snarkjs": ("kind", "zkey", "witness", "r1cs"),
                 "filecoin-c2": ("kind", "c1", "params", "variant")}
 FILE_KEYS = ("zkey", "witness", "r1cs", "c1")
+# proof ids per GET /v1/proofs?ids=...: a URL of ~6.6 KB (HTTP servers cap a request line at 8-16 KB)
+STATUS_IDS_MAX = 200
 
 
 class ServiceError(Exception):

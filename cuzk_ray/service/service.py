@@ -50,8 +50,10 @@ from .checks import message as _message
 from .keys import KeyRing, ResidentKey, estimate_bytes, make_resident
 from .models import (
     FILE_KEYS,
+    STATUS_IDS_MAX,
     Conflict,
     Gone,
+    Invalid,
     NotFound,
     ProofRecord,
     Reply,
@@ -195,6 +197,17 @@ class ProvingService:
     def proof(self, proof_id: str) -> Reply:
         """GET /v1/proofs/{proof_id}."""
         return Reply(200, self._record(proof_id).view())
+
+    def proofs(self, ids: str) -> Reply:
+        """GET /v1/proofs?ids=A,B,...: what GET /v1/proofs/{id} answers for each proof, in the order
+        asked, in one call (a client following many proofs polls once, not once per proof); 404
+        naming the first unknown id."""
+        wanted = [p for p in ids.split(",") if p]
+        if not wanted:
+            raise Invalid("ids: the proof ids to report, comma-separated (GET /v1/proofs?ids=A,B)")
+        if len(wanted) > STATUS_IDS_MAX:
+            raise Invalid(f"ids: {len(wanted)} proof ids, at most {STATUS_IDS_MAX} per call")
+        return Reply(200, {"proofs": [self._record(p).view() for p in wanted]})
 
     def result(self, proof_id: str) -> Reply:
         """GET /v1/proofs/{proof_id}/result: the partitions' files, from output_dir (also after a restart)."""
