@@ -60,11 +60,12 @@ class FakeService:
             return 200, {"status": "ok"}
         if path == "/v1/proofs":
             return 202, {"proof_id": "p0", "state": "queued"}
-        if path == "/v1/proofs/p0":
+        if path in ("/v1/proofs/p0", "/v1/proofs?ids=p0"):  # one proof's status, or the batch's (the client's poll)
             self.polls += 1
             n = len(self.result["partitions"])
-            return 200, {"proof_id": "p0", "request_id": "r", "state": "done" if self.done else "running",
-                         "partitions": n, "partitions_done": n if self.done else 0, "timings": {}, "error": None}
+            view = {"proof_id": "p0", "request_id": "r", "state": "done" if self.done else "running",
+                    "partitions": n, "partitions_done": n if self.done else 0, "timings": {}, "error": None}
+            return 200, view if path == "/v1/proofs/p0" else {"proofs": [view]}
         if path == "/v1/proofs/p0/result" and self.done:
             return 200, self.result
         return 404, {"error": f"no route {path}"}
