@@ -197,7 +197,7 @@ def test_bad_c1_params_and_partitions_are_one_line_errors(sealed, tmp_path):
     missing = tmp_path / "missing.json"
     missing.write_text(json.dumps({k: v for k, v in obj.items() if k != "comm_r"}))
     one_line_error(c2_cli(missing, "-o", tmp_path / "p.bin", "--cache-dir", cache), "comm_r")
-    one_line_error(c2_cli(tmp_path, "-o", tmp_path / "p.bin", "--cache-dir", cache), "no such file",
+    one_line_error(c2_cli(tmp_path, "-o", tmp_path / "p.bin", "--cache-dir", cache), "not a file",
                    "circuit.c1=DIR")  # a folder: the job's many-C1 form, not c2's one proof
     two = tmp_path / "two.json"
     (vanilla,) = obj["vanilla_proofs"].values()

@@ -55,7 +55,7 @@ def run_c2(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     if not os.path.isfile(args.c1):  # (the job would take a folder or glob as many C1s: one -o PROOF is one)
-        raise ValueError(f"{args.c1}: no such file (c2 proves one C1 file; python jobs/prove.py circuit=filecoin "
+        raise ValueError(f"{args.c1}: not a file (c2 proves one C1 file; python jobs/prove.py circuit=filecoin "
                          f"circuit.c1=DIR proves every C1 of a folder)")
     if not out.resolve().parent.is_dir():
         raise ValueError(f"-o {args.out}: no such directory {out.resolve().parent}")
