@@ -51,6 +51,10 @@ PROBE_S = 0.5  # how often a down prover actor is asked whether it is back
 REPLACE_S = 5.0  # how often the nodes are looked at for one to replace a given-up CPU prover on
 # Errors that say where the attempt ran was lost (a node and the objects on it), not the partition.
 LOST = (ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError)
+# Errors that say the prover cannot run the call: dead or restarting, or pinned to a node that is
+# gone (ActorUnschedulableError is no RayActorError: counted as the partition's, a lost node's
+# prover failed a partition three times in CI before the pool had marked it down).
+DOWN = (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
 
 
 def init_ray(ray_cfg: dict, object_store_bytes: int | None = None) -> bool:
@@ -341,7 +345,7 @@ class RayExecutor:
             if out.synthesis_pid is not None and out.synthesis_node:
                 self._synth_pids.add((out.synthesis_node, out.synthesis_pid))
             return Completion(work, out)
-        except ray.exceptions.RayActorError as e:  # the actor died or is restarting: not the partition's fault
+        except DOWN as e:  # the actor died, is restarting, or its node is gone: not the partition's fault
             self._prover_down(work.prover)
             return Completion(work, error=_short(e), interrupted=True)
         except LOST as e:  # a node went away with the objects on it
