@@ -1,5 +1,5 @@
 # Sourced by the device-call scripts (gpu_session.sh, gpu_issue30.sh, gpu_service32g.sh), from the
-# repository root: installs the carried wheels (.whl, made by ../shared/device/make-wheels.sh) into
+# repository root: installs the carried wheels (.whl; jobs/make_carry.sh makes .whl and .cubin) into
 # /tmp/site, puts them and the checkout on PYTHONPATH, points the kernels at the carried cubins
 # (.cubin) and writes what the machine is to $1 (machine.txt).
 shopt -s nullglob

@@ -3,9 +3,9 @@
 # the 32 GiB benchmark with whatever time is left. Logs, the figures JSON and samplers under $OUT.
 #
 #   bash jobs/gpu_issue30.sh [all|2k|32g] [REPEAT]     (default: all 3)
-#   device call: carry [".whl", ".cubin"] (.cubin optional: without it NVRTC compiles the kernels,
-#   ~2 min, inside the 2 KiB test's time); nothing else is needed (no caches survive between calls:
-#   a machine stays warm ~30 s).
+#   device call: carry [".whl", ".cubin"] (both made by jobs/make_carry.sh; .cubin optional:
+#   without it NVRTC compiles the kernels, ~2 min, inside the 2 KiB test's time); nothing else is
+#   needed (no caches survive between calls: a machine stays warm ~30 s).
 #
 # Phases, as measured on the H200 on 2026-12-05 (docs/gpu-runs/2026-12-05c-h200-issue30; ~ = estimate):
 #   install the carried wheels                                             5 s

@@ -3,7 +3,8 @@
 # filecoin-c2 requests from the batch client, a SIGKILL mid-batch and a restart, every partition
 # verified again (jobs/service_trial.py --kind filecoin-c2). Outputs under $OUT.
 #
-#   bash jobs/gpu_service32g.sh [PROOFS]      (default 3; device call: carry [".whl", ".cubin"])
+#   bash jobs/gpu_service32g.sh [PROOFS]      (default 3)
+#   device call: carry [".whl", ".cubin"], made by jobs/make_carry.sh
 #
 # Phases, from the 32 GiB runs on an H100 (2026-12-07; ~ = estimate): install 5 s; consistent
 # synthetic C1 ~12 s and partition cache ~110 s (jobs/bench_synthesis_workers.prepare); the
