@@ -13,3 +13,18 @@ export PYTHONPATH="/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; free -g | head -2; date -u;
   df -B1 "$HOME" /tmp /dev/shm; ls "$CUZK_CUBIN_DIR"; } > "$1" 2>&1
+
+# take_keys FROM TO: on a machine still warm from the other device script, its cache FROM holds a
+# 32 GiB development key bundle (the same key: seed 0, the same file name) and a partition cache.
+# The 64 GB disk holds one such set (~9 GB of partition cache + the 48 GB bundle, whose matrices
+# are hard links into that cache), so the bundle and its .vk are moved into TO/keys and the rest of
+# FROM removed; without this the next key is refused for disk (2026-12-07: "needs 47.4 GB, 0.5 GB free").
+take_keys() {
+    [ -d "$1" ] || return 0
+    mkdir -p "$2/keys"
+    local b
+    for b in "$1"/keys/*.bundle; do
+        [ -e "$b" ] && mv "$b" "${b%.bundle}.vk" "$2/keys/" && echo "key bundle taken from $1: $(basename "$b")"
+    done
+    rm -rf "$1"
+}

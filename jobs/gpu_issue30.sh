@@ -40,6 +40,7 @@ T2K=${T2K:-170}
 left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 
 . jobs/gpu_env.sh "$OUT/machine.txt"  # the carried wheels and cubins; machine.txt
+take_keys /tmp/service32g/cache "$HOME/.cache/cuzk-ray-issue30" | tee -a "$OUT/phases.txt"
 echo "== install: $(( $(date +%s) - START )) s" | tee -a "$OUT/phases.txt"
 
 # samplers (this script's own background jobs, stopped by their pids at the end): VRAM, host, disk
