@@ -176,6 +176,34 @@ def test_c1s_of_two_registered_proofs_in_one_run_are_refused_in_one_line(sealed,
     assert not (out / "manifest.json").exists() and not (out / "proofs").exists()
 
 
+def test_a_c1_is_read_once_however_often_it_is_checked(sealed, tmp_path, monkeypatch):
+    """The service checks a request's C1 several times (its key id, its partitions, the fitting), and
+    a run checked every C1 twice (from_config, load_key): at 32 GiB each read is ~1.7 s of JSON, and
+    the service's POSTs came 3.1-3.4 s apart on an H100 box. Now read once per file content; a C1
+    rewritten in place is read again and its new fault named."""
+    from cuzk_ray.circuits.filecoin import FilecoinCircuit
+    from cuzk_ray.filecoin import c1 as c1_module
+    from cuzk_ray.service.keys import key_circuit, key_id
+
+    _, c1, cache = sealed
+    path = tmp_path / "c1.json"
+    shutil.copy(c1, path)
+    reads, real = [], c1_module.read_c1
+    monkeypatch.setattr(c1_module, "read_c1", lambda p: reads.append(str(p)) or real(p))
+    request = {"kind": "filecoin-c2", "c1": str(path), "params": None, "variant": "inputs"}
+    assert key_id(request, 0) == f"filecoin-inputs-{PROOF}-setup0"
+    assert key_circuit(request).partitions == 1
+    circuit = FilecoinCircuit.from_config({"c1": [str(path), str(path)], "variant": "inputs"})
+    circuit.load_key(cache, setup_backend="cpu")
+    assert reads == [str(path)]
+    obj = json.loads(path.read_text())
+    (vanilla,) = obj["vanilla_proofs"].values()
+    path.write_text(json.dumps({**obj, "vanilla_proofs": {k: vanilla * 2 for k in obj["vanilla_proofs"]}}))
+    with pytest.raises(ValueError, match=r"c1.json: vanilla_proofs holds 2 partition\(s\), StackedDrg2KiBV1_1 has 1"):
+        key_id(request, 0)
+    assert reads == [str(path)] * 2
+
+
 # --- bad input: one line, exit 2 ---------------------------------------------------------------------------
 
 

@@ -46,10 +46,10 @@ class FilecoinCircuit:
     @classmethod
     def from_config(cls, c: dict) -> FilecoinCircuit:
         """From ``circuit.c1`` (a file, a list, a folder of .json files or a glob: expand_files),
-        ``circuit.params`` (a directory or null) and ``circuit.variant``; every C1 is read here (a
-        malformed one fails in one line, naming the file and field; C1s of two registered proofs,
-        which need two keys, are refused naming one of each)."""
-        from ..filecoin.c1 import read_c1
+        ``circuit.params`` (a directory or null) and ``circuit.variant``; every C1 is read and
+        checked here, once (c1_proof_type: a malformed one, or one with the wrong partition or
+        challenge counts, fails in one line naming the file and field; C1s of two registered
+        proofs, which need two keys, are refused naming one of each)."""
         from ..filecoin.c2 import check_variant
 
         files = expand_files(c.get("c1"), C1_SUFFIX, "circuit.c1", C1_USAGE)
@@ -61,7 +61,7 @@ class FilecoinCircuit:
             raise ValueError(f"circuit.params={params}: not a directory (the folder holding Filecoin's .params/.vk)")
         kinds: dict[str, str] = {}  # registered proof -> the first C1 of it
         for path in dict.fromkeys(files):  # each file read once (a list may name one twice)
-            kinds.setdefault(read_c1(path).registered_proof.name, path)
+            kinds.setdefault(c1_proof_type(path), path)
         if len(kinds) > 1:
             (a, fa), (b, fb) = list(kinds.items())[:2]
             raise ValueError(f"circuit.c1: {fb} is a {b} C1 and {fa} a {a} one: one run proves C1s of one "
@@ -88,11 +88,11 @@ class FilecoinCircuit:
         a 64 GB GPU box does not have; the .params form is written only where a file is wanted
         (c2.ensure_dev_params: selftest's stand-ins, the bench's --key params)."""
         from ..filecoin import c2
-        from ..filecoin.c1 import read_c1
 
         setup = c2.circuit_setup(self.registered_proof, cache_dir, self.variant)
-        for path in dict.fromkeys(self.c1_files):
-            c2.check_c1(setup, read_c1(path), path)
+        for path in dict.fromkeys(self.c1_files):  # checked when read (from_config); not read again
+            if c1_proof_type(path) != setup.proof.name:
+                raise ValueError(f"{path}: registered_proof {c1_proof_type(path)}, the circuit is {setup.proof.name}")
         if self.params is not None:
             params, vk = c2.published_params(self.params, setup)
             pk, note = c2.mapped_params(params, setup, cache_dir), "published .params, digest checked"
@@ -215,6 +215,26 @@ def _setup(proof_type: str, cache_dir: str, variant: str):
     from ..filecoin.registry import registered_seal_proof
 
     return c2.circuit_setup(registered_seal_proof(proof_type), cache_dir, variant)
+
+
+def c1_proof_type(path: str) -> str:
+    """The registered proof of the C1 at ``path``, read and checked against that proof's partition
+    and challenge counts (c2.check_c1; one-line errors naming the file and field) the first time
+    it is asked for with this size and mtime, then remembered. Why: a 32 GiB C1 is 38.6 MB of
+    JSON, ~1.7 s to parse; the service checks a request's C1 more than once (its key id, its
+    partitions, the fitting) and a run checked every C1 twice (from_config, load_key)."""
+    st = os.stat(path)
+    return _c1_checked(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _c1_checked(path: str, size: int, mtime_ns: int) -> str:
+    from ..filecoin.c1 import read_c1
+    from ..filecoin.c2 import check_c1
+
+    c1 = read_c1(path)
+    check_c1(c1.registered_proof, c1, path)
+    return c1.registered_proof.name
 
 
 @functools.lru_cache(maxsize=2)

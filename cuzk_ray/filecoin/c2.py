@@ -129,19 +129,19 @@ def witness_plan(proof: RegisteredSealProof, cache_dir: str) -> ReplayPlan:
     return cached_plan(Path(cache_dir).expanduser(), check_config(proof))
 
 
-def check_c1(setup: CircuitSetup, c1: C1Output, source: str = "C1") -> None:
-    """The C1 is of the setup's proof type, with its partition and challenge counts (one line otherwise)."""
-    if c1.registered_proof != setup.proof:
-        raise ValueError(f"{source}: registered_proof {c1.registered_proof.name}, the circuit is {setup.proof.name}")
-    want = setup.config.partitions
+def check_c1(proof: RegisteredSealProof, c1: C1Output, source: str = "C1") -> None:
+    """The C1 is of registered proof ``proof``, with its partition and challenge counts (one line otherwise)."""
+    if c1.registered_proof != proof:
+        raise ValueError(f"{source}: registered_proof {c1.registered_proof.name}, the circuit is {proof.name}")
+    want = proof.config.partitions
     if len(c1.vanilla_proofs) != want:
-        raise ValueError(f"{source}: vanilla_proofs holds {len(c1.vanilla_proofs)} partition(s), {setup.proof.name} "
+        raise ValueError(f"{source}: vanilla_proofs holds {len(c1.vanilla_proofs)} partition(s), {proof.name} "
                          f"has {want}")
-    per = setup.config.challenges_per_partition
+    per = proof.config.challenges_per_partition
     for k, proofs in enumerate(c1.vanilla_proofs):
         if len(proofs) != per:
             raise ValueError(f"{source}: vanilla_proofs[{k}] holds {len(proofs)} challenge proof(s), a partition of "
-                             f"{setup.proof.name} has {per}")
+                             f"{proof.name} has {per}")
 
 
 def partition_witness(setup: CircuitSetup, c1: C1Output, k: int, pl: ReplayPlan | None = None) -> CompactWitness:
