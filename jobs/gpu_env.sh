@@ -17,8 +17,9 @@ export CUZK_CUBIN_DIR=${CUZK_CUBIN_DIR:-$PWD/.cubin}
 # take_keys FROM TO: on a machine still warm from the other device script, its cache FROM holds a
 # 32 GiB development key bundle (the same key: seed 0, the same file name) and a partition cache.
 # The 64 GB disk holds one such set (~9 GB of partition cache + the 48 GB bundle, whose matrices
-# are hard links into that cache), so the bundle and its .vk are moved into TO/keys and the rest of
-# FROM removed; without this the next key is refused for disk (2026-12-07: "needs 47.4 GB, 0.5 GB free").
+# are hard links into that cache), so the bundle and its .vk are moved into TO/keys, the partition
+# cache into TO/partitions (when TO has none: ~110 s saved) and the rest of FROM removed; without
+# this the next key is refused for disk (2026-12-07: "needs 47.4 GB, 0.5 GB free").
 take_keys() {
     [ -d "$1" ] || return 0
     mkdir -p "$2/keys"
@@ -26,5 +27,8 @@ take_keys() {
     for b in "$1"/keys/*.bundle; do
         [ -e "$b" ] && mv "$b" "${b%.bundle}.vk" "$2/keys/" && echo "key bundle taken from $1: $(basename "$b")"
     done
+    if [ -d "$1/partitions" ] && [ ! -e "$2/partitions" ]; then
+        mv "$1/partitions" "$2/partitions" && echo "partition cache taken from $1"
+    fi
     rm -rf "$1"
 }
