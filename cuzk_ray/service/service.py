@@ -45,8 +45,7 @@ from ..errors import user_errors
 from ..formats.native import file_sha256
 from ..keystore import insecure_line
 from ..outputs import MANIFEST, OutputDir, RunIdentity
-from .checks import ServiceLocks, check_request
-from .checks import message as _message
+from .checks import ServiceLocks, check_request, message
 from .keys import KeyRing, ResidentKey, estimate_bytes, make_resident
 from .models import (
     FILE_KEYS,
@@ -343,7 +342,7 @@ class ProvingService:
             log.info("service ready: %d key(s) resident, %d proof(s) to complete", len(self.keys.keys),
                      len(self._pending))
         except Exception as e:  # noqa: BLE001  /healthz says why (one line) and the loop still serves
-            self.start_error = one_line(_message(e))
+            self.start_error = one_line(message(e))
             log.error("service start failed: %s", self.start_error)
         while not self._stop.is_set():
             try:
@@ -413,7 +412,7 @@ class ProvingService:
         try:
             self._make_resident(kid, circuit)
         except Exception as e:  # noqa: BLE001  /v1/status says why; the proofs waiting for it fail with it
-            why = one_line(_message(e))
+            why = one_line(message(e))
             self.key_errors[kid] = why
             log.error("key %s: %s", kid, why)
             self._fail_pending(kid, why)
@@ -520,7 +519,7 @@ class ProvingService:
         except (*user_errors(), OSError) as e:  # output_dir unusable, a witness file gone since
             if out is not None:
                 out.close()
-            self.store.set_state(pid, ProofState.FAILED, one_line(_message(e)))
+            self.store.set_state(pid, ProofState.FAILED, one_line(message(e)))
             self._log_change(self.store.get(pid), rec.state)
             return
         f = Fed(rec, rk.key_id, out, rec.state, info)
@@ -581,7 +580,7 @@ class ProvingService:
                 info.update(c1.write_seal_proofs(f.out.path, f.out.entries, (pid,)))
             f.out.finish(info, {pid: error} if state is ProofState.FAILED else {})
         except (*user_errors(), OSError) as e:
-            state, error = ProofState.FAILED, f"output_dir: {one_line(_message(e))}"
+            state, error = ProofState.FAILED, f"output_dir: {one_line(message(e))}"
         finally:
             f.out.close()
         self.store.set_state(pid, state, error)
