@@ -12,9 +12,12 @@ The engine's steady state (--repeat N, issue 30's 32 GiB figure): a C1 (sealed a
 driver, a development key made by the setup on --backend (on cuda: the GPU, streamed to disk,
 disk room checked first) in the same run as a .params decoded into a mapped bundle (--key params,
 a user's path) or straight into the bundle (--key bundle), then N proofs of the C1 through the
-engine, every partition verified by the engine and proof 0's MultiProof against the C1's public
-inputs. Every phase prints its time as it ends (a run cut off still shows how far it got); at the
-end a table, and the figures as JSON at --out.
+engine, every partition verified by the engine and each proof's MultiProof against its C1's
+public inputs. --distinct: N different C1s (sector ids 77, 78, ...), one per proof, as a sealing
+pipeline sends them (each synthesis task then parses the C1 it proves; with one C1 a worker
+parses it once), and proof 0's MultiProof also refused against C1 1's inputs. Every phase prints
+its time as it ends (a run cut off still shows how far it got); at the end a table, and the
+figures as JSON at --out.
 
     python jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray --repeat 4 \\
         --key bundle --out figures.json
@@ -64,8 +67,9 @@ class Phases:
         return self.times[name]
 
 
-def make_c1(proof, work: Path):
-    """The C1 of a sealed sector (small sizes) or a consistent synthetic one (large), written to work."""
+def make_c1(proof, work: Path, sector_id: int = SECTOR_ID, name: str = "c1.json"):
+    """The C1 of a sealed sector (small sizes) or a consistent synthetic one (large), written to
+    work/name."""
     import numpy as np
 
     from cuzk_ray.filecoin import c1_synthetic
@@ -74,10 +78,11 @@ def make_c1(proof, work: Path):
     if size <= SEALABLE:
         piece = bytearray(fr32.unpadded_size(size))
         piece[0] = 1
-        c1 = seal.commit_phase1(seal.seal_sector(bytes(piece), proof, PROVER_ID, SECTOR_ID, TICKET), SEED)
+        c1 = seal.commit_phase1(seal.seal_sector(bytes(piece), proof, PROVER_ID, sector_id, TICKET), SEED)
     else:
-        c1 = c1_synthetic.synthetic_c1(proof, PROVER_ID, SECTOR_ID, TICKET, SEED, np.random.default_rng(0))
-    write_c1(c1, work / "c1.json")
+        rng = np.random.default_rng(sector_id - SECTOR_ID)  # 0 for sector 77: the C1 of earlier runs
+        c1 = c1_synthetic.synthetic_c1(proof, PROVER_ID, sector_id, TICKET, SEED, rng)
+    write_c1(c1, work / name)
     return c1
 
 
@@ -104,6 +109,12 @@ def e2e(args, proof, work: Path) -> int:
     return code
 
 
+def c1_names(args) -> list[str]:
+    """The C1 file of each proof: c1.json --repeat times, or with --distinct c1.json, c1-1.json, ..."""
+    n = args.repeat or 1
+    return [f"c1-{i}.json" if args.distinct and i else "c1.json" for i in range(n)]
+
+
 def engine_config(args, work: Path) -> dict:
     from cuzk_ray.job import compose
 
@@ -111,8 +122,9 @@ def engine_config(args, work: Path) -> dict:
     if args.pw:
         over.append(f"pw={args.pw}")
     cfg = compose(over + list(args.set or []))
-    # the same C1 --repeat times: proof i proves circuit.c1[i] (a list: one proof per C1 file)
-    cfg["circuit"].update(c1=[str(work / "c1.json")] * args.repeat, variant=args.variant)
+    # proof i proves circuit.c1[i] (a list: one proof per C1 file; the same file --repeat times
+    # unless --distinct)
+    cfg["circuit"].update(c1=[str(work / name) for name in c1_names(args)], variant=args.variant)
     cfg["cache_dir"], cfg["output_dir"] = args.cache_dir, str(work / "run")
     return cfg
 
@@ -161,6 +173,7 @@ def steady(args, proof, work: Path) -> int:
 
     fig: dict = {"sector_size": proof.sector_size, "proof": proof.name, "variant": args.variant,
                  "backend": args.backend, "engine": args.engine, "repeat": args.repeat, "key": args.key,
+                 "distinct_c1s": args.distinct,
                  "cpus": os.cpu_count(), "set": args.set or []}
     ph = Phases()
     fig["phases_s"] = ph.times
@@ -174,6 +187,10 @@ def steady(args, proof, work: Path) -> int:
 
     c1 = make_c1(proof, work)
     ph.done("C1", f"{len(c1.vanilla_proofs)} partitions x {len(c1.vanilla_proofs[0])} challenges")
+    c1s = [c1] + [make_c1(proof, work, SECTOR_ID + i, name) if name != "c1.json" else c1
+                  for i, name in enumerate(c1_names(args)[1:], 1)]
+    if args.distinct:
+        ph.done(f"{len(c1s) - 1} more C1s (sector ids {SECTOR_ID + 1}..{SECTOR_ID + len(c1s) - 1})")
     with MemorySampler(0.5) as setup_mem:
         setup = c2.circuit_setup(proof, args.cache_dir, args.variant)
         fig["circuit"] = vars(setup.recording.shape)
@@ -224,15 +241,25 @@ def steady(args, proof, work: Path) -> int:
     fig["failed"] = {str(k): v for k, v in batch.failed.items()}
     for pid, why in sorted(fig["failed"].items()):
         print(f"{pid} failed: {why}", flush=True)
-    first = sorted((r for r in batch.results if r.proof_index == 0), key=lambda r: r.partition)
-    if len(first) != proof.config.partitions:
+    multi = multiproofs(batch, args.repeat, proof.config.partitions)
+    if len(multi) != args.repeat:
         fig["all_verified"] = False
         save()
-        print(f"proof 0: {len(first)} of {proof.config.partitions} partitions proved; no MultiProof to check",
+        print(f"proof(s) {sorted(set(range(args.repeat)) - set(multi))}: partitions missing; no MultiProof to check",
               flush=True)
         return 1
-    c2.check_multiproof(read_vk(vk), c1, [r.proof for r in first])  # raises naming the partitions that fail
-    ph.done("MultiProof 0 vs the C1's inputs")
+    key = read_vk(vk)
+    for i, proofs in sorted(multi.items()):  # raises naming the proof's partitions that fail
+        c2.check_multiproof(key, c1s[i], proofs)
+    ph.done("every MultiProof vs its C1's inputs")
+    if args.distinct and args.repeat > 1:
+        try:
+            c2.check_multiproof(key, c1s[1], multi[0])
+        except ValueError:
+            ph.done("MultiProof 0 refused against C1 1's inputs")
+        else:
+            print("MultiProof 0 verified against C1 1's inputs: the proofs do not depend on their C1", flush=True)
+            return 1
     n_dev = 1 if args.backend == "cuda" else None
     summary = summarize(batch, max(1, args.repeat - 1), n_dev, warmup=1 if args.repeat > 1 else 0)
     fig.update({
@@ -249,6 +276,15 @@ def steady(args, proof, work: Path) -> int:
     return 0 if ok else 1
 
 
+def multiproofs(batch, repeat: int, partitions: int) -> dict[int, list]:
+    """Each proof's partition proofs in partition order, for the proofs with every partition."""
+    by_proof: dict[int, dict[int, object]] = {}
+    for r in batch.results:
+        by_proof.setdefault(r.proof_index, {})[r.partition] = r.proof
+    return {i: [parts[k] for k in range(partitions)] for i, parts in by_proof.items()
+            if i < repeat and sorted(parts) == list(range(partitions))}
+
+
 def table(fig: dict) -> None:
     def g(key, scale=1.0, unit=""):
         v = fig.get(key)
@@ -259,7 +295,8 @@ def table(fig: dict) -> None:
            f"gpu_concurrency {fig.get('gpu_concurrency')}")
     rows = [("sector", run + "".join(f", {x}" for x in fig.get("set", []))),
             ("proofs", f"{fig['repeat']} x {fig['partitions_proved'] // max(1, fig['repeat'])} partitions, all "
-                       f"verified: {fig['all_verified']}"),
+                       f"verified: {fig['all_verified']}; "
+                       f"{'one C1 each' if fig.get('distinct_c1s') else 'one C1 for all'}"),
             ("s/proof, steady state", g("s_per_proof_steady", unit=" s")),
             ("proving wall", g("proving_wall_s", unit=" s")),
             (f"witness per partition (median, {threads})", g("witness_s_per_partition", unit=" s")),
@@ -290,6 +327,8 @@ def main() -> int:
                     help="params: the dev key written as .params, then decoded into a mapped bundle (the "
                          "user's path; 2 x the key on disk); bundle: the dev key written straight into a "
                          "mapped bundle (one copy on disk: the 32 GiB run on a 64 GB disk)")
+    ap.add_argument("--distinct", action="store_true",
+                    help="--repeat different C1s (sector ids 77, 78, ...), one per proof, not one C1 N times")
     ap.add_argument("--out", help="where the figures go as JSON (--repeat)")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="a config override for the engine (repeatable), e.g. gpu_concurrency=1 on an 80 GB card")

@@ -32,6 +32,7 @@ WHAT=${1:-all}
 REPEAT=${2:-3}
 KEY=${KEY:-bundle}   # bundle: the dev key mapped from a native bundle; params: through a .params file
 BENCH_SET=${BENCH_SET:-}  # one engine override for the bench, e.g. pw=8 (gpu_concurrency is fitted to the VRAM)
+DISTINCT=${DISTINCT:-}    # 1: REPEAT different C1s, one per proof (sector ids 77, 78, ...; ~5-10 s each to make)
 OUT=${OUT:-outputs/gpu-issue30}
 mkdir -p "$OUT"
 START=$(date +%s)
@@ -65,7 +66,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = 32g ]; then
     if [ "$T32" -gt 30 ]; then
         timeout "$T32" python3 jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray \
             --repeat "$REPEAT" --key "$KEY" --cache-dir "$HOME/.cache/cuzk-ray-issue30" --work /tmp/issue30-work \
-            --out "$OUT/bench_32g.json" ${BENCH_SET:+--set "$BENCH_SET"} 2>&1 | tee "$OUT/bench_32g.log"
+            --out "$OUT/bench_32g.json" ${BENCH_SET:+--set "$BENCH_SET"} ${DISTINCT:+--distinct} 2>&1 | tee "$OUT/bench_32g.log"
         rc=${PIPESTATUS[0]}
         [ "$rc" -eq 0 ] || status=1
         echo "== 32 GiB bench: $(( $(date +%s) - t0 )) s (rc $rc; 124 = timed out)" | tee -a "$OUT/phases.txt"

@@ -30,6 +30,20 @@ def test_small_engine_bench_proves_verifies_and_writes_figures(tmp_path):
     assert list(fig["phases_s"])[0] == "C1"
 
 
+def test_distinct_c1s_each_get_their_own_verified_multiproof(tmp_path):
+    """--distinct: three sealed sectors (sector ids 77..79), one proof each, each MultiProof checked
+    against its own C1, and proof 0's refused against C1 1's inputs (the bench fails otherwise)."""
+    r = bench(tmp_path, "--repeat", "3", "--distinct", "--out", str(tmp_path / "fig.json"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    fig = json.loads((tmp_path / "fig.json").read_text())
+    assert fig["all_verified"] is True and fig["partitions_proved"] == 3 and fig["distinct_c1s"] is True
+    work = tmp_path / "work"
+    assert sorted(p.name for p in work.glob("c1*.json")) == ["c1-1.json", "c1-2.json", "c1.json"]
+    assert len({(work / n).read_bytes() for n in ("c1.json", "c1-1.json", "c1-2.json")}) == 3
+    assert "[phase] every MultiProof vs its C1's inputs" in r.stdout
+    assert "[phase] MultiProof 0 refused against C1 1's inputs" in r.stdout and "one C1 each" in r.stdout
+
+
 def test_bench_refuses_a_bad_repeat(tmp_path):
     r = bench(tmp_path, "--repeat", "0")
     assert r.returncode != 0 and "--repeat 0: need at least 1" in r.stderr
