@@ -14,7 +14,10 @@
    --kind filecoin-c2 (circuit=filecoin): a C1 is one proof, so each phase's batch is --proofs
    filecoin-c2 requests of the config's C1 sent over HTTP (class Requests) instead of the batch
    client, followed in the service's database across the restart, and each proof's results
-   folder (its partitions and MultiProof) verified again;
+   folder (its partitions and MultiProof) verified again; with --c1-copies each request names a
+   copy of its own (OUT/c1/<phase>-<i>.json), so the service parses every request's C1 as it
+   would distinct sectors' (at the POST, and in each synthesis task), where one shared C1 is read
+   once; each request's POST seconds are printed;
 3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
    is SIGKILLed and the service started again on the same database; the client waits the outage
    out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -191,10 +195,13 @@ class Requests:
     process's (None while any is queued or running, then 0 when all are done, else 1), from the
     service's database, so they outlive a restart."""
 
-    def __init__(self, svc: Service, db: Path, circuit: dict, n: int, tag: str):
-        self.db, self.returncode = db, None
-        self.ids = [svc.request("POST", "/v1/proofs", {"request_id": f"{tag}-{i}", "circuit": circuit})["proof_id"]
-                    for i in range(n)]
+    def __init__(self, svc: Service, db: Path, circuits: list[dict], tag: str):
+        self.db, self.returncode, self.ids, self.post_s = db, None, [], []
+        for i, circuit in enumerate(circuits):
+            t0 = time.perf_counter()
+            self.ids.append(svc.request("POST", "/v1/proofs", {"request_id": f"{tag}-{i}", "circuit": circuit})
+                            ["proof_id"])
+            self.post_s.append(time.perf_counter() - t0)
 
     def poll(self) -> int | None:
         with sqlite3.connect(self.db, timeout=30) as con:
@@ -210,15 +217,22 @@ class Requests:
         return self.returncode
 
 
-def batch(svc: Service, out: Path, cache: Path, name: str, proofs: int, seed: int, overrides: list[str], kind: str):
+def batch(svc: Service, out: Path, cache: Path, name: str, proofs: int, seed: int, overrides: list[str], kind: str,
+          copies: bool = False):
     """The phase's batch: the batch client (jobs/prove.py service.url=...), or --kind filecoin-c2's
-    Requests of the C1 (and variant, params) the overrides name."""
+    Requests of the C1 (and variant, params) the overrides name; ``copies``: each request its own
+    copy of that C1 under OUT/c1."""
     if kind == "porep":
         return client(out, cache, svc.url, name, proofs, seed, overrides)
     fields = ("circuit.c1=", "circuit.variant=", "circuit.params=")
     given = dict(o.removeprefix("circuit.").split("=", 1) for o in overrides if o.startswith(fields))
-    circuit = {"kind": "filecoin-c2", **given}
-    return Requests(svc, cache / "service" / "service.db", circuit, proofs, f"trial-{name}-c1")
+    circuits = [{"kind": "filecoin-c2", **given} for _ in range(proofs)]
+    if copies:
+        (out / "c1").mkdir(exist_ok=True)
+        for i, circuit in enumerate(circuits):
+            circuit["c1"] = str(out / "c1" / f"{name}-{i}.json")
+            shutil.copyfile(given["c1"], circuit["c1"])
+    return Requests(svc, cache / "service" / "service.db", circuits, f"trial-{name}-c1")
 
 
 def verify_batch(out: Path, cache: Path, name: str, job) -> tuple[bool, str]:
@@ -260,6 +274,8 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=None, help="cache_dir (default OUT/cache)")
     ap.add_argument("--make-key", action="store_true", help="make the config's dev key first, in its own process")
     ap.add_argument("--kind", default="porep", choices=("porep", "filecoin-c2"), help="the batch's request kind")
+    ap.add_argument("--c1-copies", action="store_true",
+                    help="filecoin-c2: each request names its own copy of the C1 (parsed as distinct sectors' are)")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     out = args.out.absolute()
@@ -281,7 +297,7 @@ def main() -> int:
         rows.append(("keys resident", ", ".join(f"{k['key_id']} ({k['bytes'] / 2**30:.2f} GiB)" for k in st["keys"])))
         # phase A: steady state
         t_a = time.time()
-        a = batch(svc, out, cache, "a", args.proofs, 1, job_overrides, args.kind)
+        a = batch(svc, out, cache, "a", args.proofs, 1, job_overrides, args.kind, args.c1_copies)
         circom_a = circom_proofs(svc, args.circom, "trial-a")
         code_a = a.wait()
         done_a = finished(db, t_a, kind=args.kind)
@@ -297,7 +313,7 @@ def main() -> int:
             for p in st["provers"])))
         # phase B: SIGKILL mid-batch, restart, the client finishes
         t_b = time.time()
-        b = batch(svc, out, cache, "b", args.proofs, 2, job_overrides, args.kind)
+        b = batch(svc, out, cache, "b", args.proofs, 2, job_overrides, args.kind, args.c1_copies)
         circom_proofs(svc, args.circom, "trial-b")
         while len(finished(db, t_b, kind=args.kind)) < args.kill_after:
             if b.poll() is not None:
@@ -324,6 +340,9 @@ def main() -> int:
     ok_a, msg_a = verify_batch(out, cache, "a", a)
     ok_b, msg_b = verify_batch(out, cache, "b", b)
     twice = proved_twice(cache / "service" / "proofs")
+    for name, job in (("A", a), ("B", b)):
+        if isinstance(job, Requests):  # each POST's seconds, in the order sent (the check parses its C1)
+            rows.append((f"{name}: POST seconds, each filecoin-c2 request", " ".join(f"{t:.3f}" for t in job.post_s)))
     rows += [("A: every partition verified again (jobs/verify.py)", f"{ok_a} {msg_a}"),
              ("B: every partition verified again (jobs/verify.py)", f"{ok_b} {msg_b}"),
              ("proofs with a partition proved twice", twice or "none"),
