@@ -187,9 +187,9 @@ def steady(args, proof, work: Path) -> int:
 
     c1 = make_c1(proof, work)
     ph.done("C1", f"{len(c1.vanilla_proofs)} partitions x {len(c1.vanilla_proofs[0])} challenges")
-    c1s = [c1] + [make_c1(proof, work, SECTOR_ID + i, name) if name != "c1.json" else c1
-                  for i, name in enumerate(c1_names(args)[1:], 1)]
+    c1s = [c1] * args.repeat  # proof i's C1, as c1_names names its file
     if args.distinct:
+        c1s[1:] = [make_c1(proof, work, SECTOR_ID + i, name) for i, name in enumerate(c1_names(args)[1:], 1)]
         ph.done(f"{len(c1s) - 1} more C1s (sector ids {SECTOR_ID + 1}..{SECTOR_ID + len(c1s) - 1})")
     with MemorySampler(0.5) as setup_mem:
         setup = c2.circuit_setup(proof, args.cache_dir, args.variant)

@@ -90,9 +90,10 @@ class FilecoinCircuit:
         from ..filecoin import c2
 
         setup = c2.circuit_setup(self.registered_proof, cache_dir, self.variant)
-        for path in dict.fromkeys(self.c1_files):  # checked when read (from_config); not read again
-            if c1_proof_type(path) != setup.proof.name:
-                raise ValueError(f"{path}: registered_proof {c1_proof_type(path)}, the circuit is {setup.proof.name}")
+        for path in dict.fromkeys(self.c1_files):  # read and checked once (c1_proof_type), by from_config
+            found = c1_proof_type(path)
+            if found != setup.proof.name:
+                raise ValueError(f"{path}: registered_proof {found}, the circuit is {setup.proof.name}")
         if self.params is not None:
             params, vk = c2.published_params(self.params, setup)
             pk, note = c2.mapped_params(params, setup, cache_dir), "published .params, digest checked"
