@@ -15,7 +15,9 @@ at 32 GiB on 2 cores) under --cache. Then:
    and a witness task's peak above them (what FilecoinCircuit.synthesis_bytes estimates);
 2. an embedded Ray with --workers CPUs: --waves x --workers synthesis tasks through the engine's
    own task (ray_executor.synthesize_partition, one thread each), the seconds each took inside
-   the task, per wave (the first wave pays each worker's start-up).
+   the task, per wave (the first wave pays each worker's start-up);
+3. --c1s C1s of different sectors, every partition of each, as the engine ran them before (each
+   task reads its C1) and runs them now (one split task per C1 hands each task its share).
 """
 
 from __future__ import annotations
@@ -134,16 +136,68 @@ def waves(proof: str, c1_path: Path, cache: Path, workers: int, rounds: int) -> 
         print(f"| wave {w + 1} | {min(got):.2f} | {statistics.median(got):.2f} | {max(got):.2f} |")
 
 
+def other_c1s(proof: str, c1_path: Path, count: int) -> list[Path]:
+    """``count`` consistent C1s of different sectors (77, 78, ...; the first is ``c1_path``), as
+    a sealing pipeline sends them: each proof's C1 is new to every worker."""
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic
+    from cuzk_ray.filecoin.c1 import write_c1
+    from cuzk_ray.filecoin.registry import registered_seal_proof
+
+    paths = [c1_path]
+    for sector in range(78, 77 + count):
+        path = c1_path.with_name(f"{c1_path.stem}-sector{sector}.json")
+        if not path.is_file():
+            write_c1(c1_synthetic.synthetic_c1(registered_seal_proof(proof), bytes(31) + b"\x07", sector, bytes(32),
+                                               bytes(32), np.random.default_rng(sector)), path)
+        paths.append(path)
+    return paths
+
+
+def sectors(proof: str, c1_paths: list[Path], cache: Path, workers: int) -> None:
+    """Every partition of each C1 through the engine's Ray tasks, two ways: each synthesis task
+    reads its proof's C1 file (the engine before the split), and one split task per C1 hands each
+    task its share (ray_executor.split_proof_inputs, the engine now). Fresh workers for each way."""
+    import ray
+
+    from cuzk_ray.engines.ray_executor import split_proof_inputs, synthesize_partition
+    from cuzk_ray.filecoin.c1 import read_c1
+
+    parts = len(read_c1(c1_paths[0]).vanilla_proofs)
+    print(f"\n| {len(c1_paths)} C1s x {parts} partitions, {workers} workers | task median s | task max s "
+          f"| all tasks, wall s |\n|---|---:|---:|---:|")
+    for how in ("each task reads its C1", "one split per C1, shares"):
+        ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        try:
+            t = time.perf_counter()
+            refs = []
+            for i, path in enumerate(c1_paths):
+                spec = {"kind": "filecoin", "c1": str(path), "proof_type": proof, "variant": "stacked",
+                        "cache_dir": str(cache), "proof": i}
+                shares = split_proof_inputs.options(num_returns=parts).remote(spec) if how.startswith("one") else None
+                refs += [synthesize_partition.remote(dict(spec, partition=k), f"p{i}", "bench", None,
+                                                     None if shares is None else shares[k]) for k in range(parts)]
+            seconds = [float(ray.get(ref).schema.metadata[b"synthesis_s"]) for ref in refs]
+            wall = time.perf_counter() - t
+        finally:
+            ray.shutdown()
+        print(f"| {how} | {statistics.median(seconds):.2f} | {max(seconds):.2f} | {wall:.1f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="32GiB", help="sector size: 2KiB, 8MiB, 512MiB, 32GiB, 64GiB")
     ap.add_argument("--cache", type=Path, default=Path("~/.cache/cuzk-ray-bench").expanduser())
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--waves", type=int, default=3)
+    ap.add_argument("--c1s", type=int, default=3, help="C1s of different sectors for the split comparison (0: none)")
     args = ap.parse_args(argv)
     proof, c1_path = prepare(args.size, args.cache)
     fresh_worker(proof, c1_path, args.cache)
     waves(proof, c1_path, args.cache, args.workers, args.waves)
+    if args.c1s:
+        sectors(proof, other_c1s(proof, c1_path, args.c1s), args.cache, args.workers)
     return 0
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from test_filecoin_stacked_circuit import sealed_2k, tampered_label  # noqa: F401
 
-from cuzk_ray.circuits.filecoin import synthesize_partition
+from cuzk_ray.circuits.filecoin import split_c1, synthesize_partition, with_share
 from cuzk_ray.filecoin import c2, registry
 from cuzk_ray.filecoin.c1 import write_c1
 from cuzk_ray.filecoin.circuit import partition_cache, replay
@@ -115,6 +115,24 @@ def test_the_engine_synthesis_task_makes_the_fast_witness(setup_2k, sealed_2k, c
     bad_c1 = dataclasses.replace(c1, vanilla_proofs=((tampered_label(c1), c1.vanilla_proofs[0][1]),))
     write_c1(bad_c1, tmp_path / "bad.json")
     assert synthesize_partition({**spec, "c1": str(tmp_path / "bad.json")}) != c2.partition_witness(setup_2k, c1, 0)
+
+
+def test_a_partition_handed_its_share_is_synthesized_without_the_file(setup_2k, sealed_2k, cache_dir,  # noqa: F811
+                                                                     tmp_path):
+    """What the Ray engine's synthesis task runs when its proof's C1 was split (split_c1, with_share):
+    the same witness, bit for bit, from a spec that names no file (the C1 is removed first)."""
+    _, c1 = sealed_2k
+    path = tmp_path / "c1.json"
+    write_c1(c1, path)
+    spec = {"kind": "filecoin", "c1": str(path), "proof_type": PROOF_2K.name, "variant": "stacked",
+            "cache_dir": str(cache_dir), "proof": 0, "partition": 0}
+    (share,) = split_c1(spec)
+    shared = with_share(spec, share)
+    assert "c1" not in shared
+    path.unlink()
+    assert synthesize_partition(shared) == c2.partition_witness(setup_2k, c1, 0)
+    with pytest.raises(FileNotFoundError):  # the twin: without its share the spec needs the file
+        synthesize_partition(spec)
 
 
 def plans_equal(one, two) -> bool:

@@ -30,6 +30,7 @@ class PorepCircuit:
 
     kind = "porep"
     local_files = False
+    splits_inputs = False  # each partition is synthesized from its seeds
     key_bundle = True  # the key is a native bundle: on one node the actors map it (not in the object store)
 
     @classmethod
@@ -149,6 +150,7 @@ class SnarkjsCircuit:
     kind = "snarkjs"
     partitions = 1
     local_files = True
+    splits_inputs = False  # one .wtns file per proof, one partition
     key_bundle = False  # the converted key is put in the object store, even on one node
 
     @classmethod
@@ -282,6 +284,26 @@ def synthesize(spec: dict) -> CompactWitness:
 
         return synthesize_partition(spec)  # reduced by construction (field arithmetic mod r)
     raise ValueError(f"unknown circuit kind {spec['kind']!r}")
+
+
+def split_inputs(spec: dict) -> tuple:
+    """Each partition's share of the input a proof's synthesis spec names, read once (for the
+    circuits whose ``splits_inputs`` is true: Filecoin's C1), indexed by partition."""
+    if spec["kind"] == "filecoin":
+        from .filecoin import split_c1
+
+        return split_c1(spec)
+    raise ValueError(f"circuit kind {spec['kind']!r} does not split its inputs")
+
+
+def with_share(spec: dict, share) -> dict:
+    """A partition's synthesis spec with its share of the proof's input (split_inputs) in place
+    of what names the input (its file: synthesis then cannot read it)."""
+    if spec["kind"] == "filecoin":
+        from .filecoin import with_share as filecoin_share
+
+        return filecoin_share(spec, share)
+    raise ValueError(f"circuit kind {spec['kind']!r} does not split its inputs")
 
 
 def make_circuit(c: dict):

@@ -42,6 +42,9 @@ class FilecoinCircuit:
 
     kind = "filecoin"
     local_files = True  # the C1 is read where the driver runs
+    # the Ray engine reads each proof's C1 once (split_c1, a task on the driver's node) and hands
+    # each partition's synthesis task its share, not the file
+    splits_inputs = True
 
     @classmethod
     def from_config(cls, c: dict) -> FilecoinCircuit:
@@ -162,7 +165,9 @@ class FilecoinCircuit:
         partition in flight). "stacked" replays the tape into a byte per wire and its field slots,
         gathers the two bitmaps and the field values, and keeps the C1's objects (the JSON text and
         the objects while it parses): 343 MiB traced at 32 GiB, ~48 of them the first task's imports
-        and numba kernels. "inputs" synthesizes a few hundred wires by the reference synthesizer.
+        and numba kernels. On Ray the C1 is parsed once per proof by its split task and a
+        synthesis task keeps only its partition's share (a tenth at 32 GiB): the whole C1 is
+        still counted per partition, an upper bound that also covers the split tasks. "inputs" synthesizes a few hundred wires by the reference synthesizer.
         An estimate, checked to lie between the traced peak and twice it at 2 KiB
         (tests/test_synthesis_memory.py; 32 GiB: jobs/bench_synthesis_workers.py)."""
         n = self.meta["n_wires"]
@@ -245,14 +250,29 @@ def _c1(path: str, mtime_ns: int):
     return read_c1(path)
 
 
+def split_c1(spec: dict) -> tuple:
+    """Each partition's share of the C1 a synth spec names (C1Output.partition_share), from one
+    read of the file: what the Ray engine's split task hands the proof's synthesis tasks, so that
+    ten tasks do not parse the same 38.6 MB of JSON ten times (~1.7 s each at 32 GiB)."""
+    c1 = _c1(spec["c1"], os.stat(spec["c1"]).st_mtime_ns)
+    return tuple(c1.partition_share(k) for k in range(len(c1.vanilla_proofs)))
+
+
+def with_share(spec: dict, share) -> dict:
+    """The synth spec of a partition handed its share of the C1 (split_c1): the C1's path dropped,
+    so that its synthesis cannot read the file (it need not be on the task's node)."""
+    return {**{k: v for k, v in spec.items() if k != "c1"}, "c1_share": share}
+
+
 def synthesize_partition(spec: dict) -> CompactWitness:
     """The compact witness of one partition of a synth spec (``FilecoinCircuit.synth_spec``), made
     where the synthesis task runs: "stacked" replays the partition cache's tape (loaded once per
-    process, without the matrices), "inputs" synthesizes the stand-in against its recording."""
+    process, without the matrices), "inputs" synthesizes the stand-in against its recording. The
+    C1 is the spec's ``c1_share`` when the engine split it (with_share), else read from its path."""
     from ..filecoin import c2
     from ..filecoin.registry import registered_seal_proof
 
-    c1 = _c1(spec["c1"], os.stat(spec["c1"]).st_mtime_ns)
+    c1 = spec["c1_share"] if "c1_share" in spec else _c1(spec["c1"], os.stat(spec["c1"]).st_mtime_ns)
     if spec["variant"] == "stacked":
         from ..filecoin.circuit.fast_witness import fast_witness
 

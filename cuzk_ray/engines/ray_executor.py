@@ -24,12 +24,14 @@ import socket
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 
 import numpy as np
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..backends import cuda_backend_class
+from ..circuits import split_inputs, with_share
 from ..partition import Partition, to_record_batch
 from .actors import CpuProver, GpuProver, NodeSampler
 from .admission import expected_pw
@@ -48,6 +50,7 @@ CONNECT_TIMEOUT_S = 5  # a cluster's GCS port must accept a connection within th
 # unix socket path has at most 107 bytes.
 TEMP_DIR_MAX = 40
 PROBE_S = 0.5  # how often a down prover actor is asked whether it is back
+SHARES_KEPT = 16  # proofs whose split input is kept for partitions still to submit (12 MB each at 32 GiB)
 REPLACE_S = 5.0  # how often the nodes are looked at for one to replace a given-up CPU prover on
 # Errors that say where the attempt ran was lost (a node and the objects on it), not the partition.
 LOST = (ray.exceptions.NodeDiedError, ray.exceptions.ObjectLostError, ray.exceptions.OwnerDiedError)
@@ -130,17 +133,27 @@ def private_temp_dir(path: str) -> str:
 
 
 @ray.remote(num_cpus=1)
-def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None):
+def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None, share=None):
     """The partition's witness as an Arrow batch, with where, how long and on how many threads
-    synthesis ran (as many as the CPUs Ray gave the task: worker.limit_synthesis_threads)."""
+    synthesis ran (as many as the CPUs Ray gave the task: worker.limit_synthesis_threads).
+    ``share``: the partition's share of its proof's input (split_proof_inputs' output for this
+    partition; Ray hands it over once it exists), put in the spec by circuits.with_share."""
     t0, w0 = time.perf_counter(), time.time()
     ctx = ray.get_runtime_context()
     threads = limit_synthesis_threads(ctx.get_assigned_resources().get("CPU", 1))
-    witness = synthesize_witness(spec, synth_fn)
+    witness = synthesize_witness(spec if share is None else with_share(spec, share), synth_fn)
     extra = {"synthesis_node": ctx.get_node_id(),
              "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
              "synthesis_pid": str(os.getpid()), "synthesis_threads": str(threads)}
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
+
+
+@ray.remote(num_cpus=1)
+def split_proof_inputs(spec: dict):
+    """Each partition's share of the input a proof's spec names, one Ray object per partition
+    (the task's num_returns): read once where the file is (circuits.split_inputs)."""
+    shares = split_inputs(spec)
+    return shares if len(shares) > 1 else shares[0]
 
 
 class RayExecutor:
@@ -171,6 +184,9 @@ class RayExecutor:
         self._node = ray.get_runtime_context().get_node_id()  # the driver's
         self._synth_pids: set[tuple[str, int]] = set()  # (node, pid) of workers that ran our synthesis
         self._samplers: dict[str, list] = {}  # node -> [NodeSampler actor, its sample() in flight or None]
+        # per proof whose input is split (circuit.splits_inputs): its shares' refs, and the
+        # partitions submitted from them; dropped once every partition has been (a retry splits again)
+        self._shares: OrderedDict[str, tuple[list, set[int]]] = OrderedDict()
         # the service loads keys in a thread of its own while its loop submits and waits: the
         # pool's state (held keys, down provers, work in flight) changes under this lock
         self._lock = threading.RLock()
@@ -281,9 +297,11 @@ class RayExecutor:
         ref = self.keys[key.key_id]
         # input files (e.g. .wtns) live where the driver runs: read them there; else spread
         strategy = (NodeAffinitySchedulingStrategy(self._node, soft=False) if key.circuit.local_files else "SPREAD")
+        share = self._share(work, spec) if key.circuit.splits_inputs and work.proof.synth_fn is None else None
         batch = synthesize_partition.options(
             name=f"synth:{work.proof_id}:{work.partition}", memory=key.part_bytes,
-            scheduling_strategy=strategy).remote(spec, work.proof_id, key.circuit.circuit_id, work.proof.synth_fn)
+            scheduling_strategy=strategy).remote(spec, work.proof_id, key.circuit.circuit_id, work.proof.synth_fn,
+                                                 share)
         up = self._up()
         holding = [i for i in up if ref.key_id in self.held[i]] or up
         work.prover = holding[int(np.argmin([self.load[i] for i in holding]))]
@@ -294,6 +312,26 @@ class RayExecutor:
         if not self._synth_watch:  # the synthesis clock starts with the first task of a quiet spell
             self._last_synth = time.monotonic()
         self._synth_watch.add(batch)
+
+    def _share(self, work: WorkItem, spec: dict):
+        """The ref of this partition's share of its proof's input: the proof's first partition
+        submitted starts one split task on the driver's node (where the input file is), the
+        others reuse its outputs. Shares are kept for SHARES_KEPT proofs at most (a proof the
+        scheduler submits only some partitions of never drops its own)."""
+        entry = self._shares.get(work.proof_id)
+        if entry is None:
+            n = work.proof.key.circuit.partitions
+            refs = split_proof_inputs.options(
+                name=f"split:{work.proof_id}", num_returns=n,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(self._node, soft=False)).remote(spec)
+            entry = self._shares[work.proof_id] = ([refs] if n == 1 else list(refs), set())
+            while len(self._shares) > SHARES_KEPT:
+                self._shares.popitem(last=False)
+        refs, submitted = entry
+        submitted.add(work.partition)
+        if len(submitted) == len(refs):  # each synthesis task holds its own share's ref until it runs
+            del self._shares[work.proof_id]
+        return refs[work.partition]
 
     def can_submit(self) -> bool:
         """A prover actor is up (not restarting, not dead)."""
