@@ -101,6 +101,7 @@ def known_domain(circuit) -> int | None:
 def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
     """The run, once output_dir is locked and known to be fresh or resumable."""
     from . import outputs
+    from .circuits.filecoin import SealProofWriter
     from .config import proof_count
     from .engines import open_engine
     from .engines.admission import check_budget, partition_host_bytes
@@ -161,6 +162,7 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
 
     info = {"circuit": circuit.circuit_id, "key": key_info["key"], "engine": settings.engine}
     batch, written, startup_s = None, [], 0.0
+    seals = SealProofWriter(circuit, out.path) if circuit.kind == "filecoin" else None  # each C1's MultiProof
     if todo:
         say(choice.line())
         t_engine = time.perf_counter()
@@ -174,6 +176,8 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
 
             def progress(res, done, total):
                 written.append(out.add(res, proof_info(res.proof_index)))  # on disk as soon as it verifies
+                if seals is not None:  # its C1's last partition: the MultiProof, in the background
+                    seals.partition_done(res.proof_index, out.entries)
                 bar.update(done, total)
 
             batch = engine.run(todo, seed=cfg["seed"], progress=progress, names=circuit.proof_names())
@@ -181,8 +185,8 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
                      "startup_seconds": round(startup_s, 3), **memory_record(batch),
                      "max_in_flight": batch.max_in_flight})
     failed = {circuit.proof_label(batch.proofs[pid]): why for pid, why in batch.failed.items()} if batch else {}
-    if circuit.kind == "filecoin":  # each C1's MultiProof, verified against its public inputs, then written
-        info.update(circuit.write_seal_proofs(out.path, out.entries))
+    if seals is not None:  # each C1's MultiProof, verified against its public inputs, then written
+        info.update(seals.finish(out.entries))
         for seal in info.get("seal_proofs", {}).values():
             say(f"seal proof: {out.path / seal['path']} ({circuit.partitions} x 192 bytes, verified)")
     manifest = out.finish(info, failed)

@@ -16,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,45 @@ def test_the_job_proves_a_folder_of_c1s_each_to_its_own_multiproof(sealed, prove
     assert main(verify_args(folder / "a.json", proof_a, vk, comm_r_b)) == 1  # the negative twin
     assert main(verify_args(folder / "b.json", proof_a, vk, sector_id=SECTOR_ID + 1)) == 1  # a's proof as b's
     assert capsys.readouterr().out.split() == ["OK", "OK", "INVALID", "INVALID"]
+
+
+def test_each_multiproof_is_written_once_its_c1s_partitions_are_on_disk(sealed, proved, tmp_path):
+    """SealProofWriter (the job's progress callback feeds it): a C1's MultiProof is written in the
+    background as soon as its last partition is on disk, not after the run's last partition; the
+    others at finish (resume: C1s completed by an earlier run); none for a C1 with a partition
+    missing. The bytes are the job's own, verified again here by ``filecoin verify``."""
+    from cuzk_ray.circuits.filecoin import FilecoinCircuit, SealProofWriter
+    from cuzk_ray.outputs import ManifestEntry
+
+    _, c1, cache = sealed
+    _, vk = proved
+    folder = tmp_path / "c1s"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        shutil.copy(c1, folder / f"{name}.json")
+    out = tmp_path / "run"
+    r = prove_job(f"circuit.c1={folder}", f"cache_dir={cache}", f"output_dir={out}")
+    assert r.returncode == 0, r.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    job_seals = manifest["seal_proofs"]
+    entries = {(e["proof_id"], e["partition"]): ManifestEntry.from_json(e) for e in manifest["proofs"]
+               if e["proof_id"] != "c"}  # c: its partition missing, as after a failed run
+    for name in ("a", "b", "c"):
+        (out / job_seals[name]["path"]).unlink()
+    circuit = FilecoinCircuit.from_config({"c1": str(folder), "variant": "inputs"})
+    circuit.load_key(cache)  # the cached dev key: its .vk path for the writer
+    writer = SealProofWriter(circuit, out)
+    writer.partition_done(0, entries)  # a's only partition: its MultiProof starts now
+    a, b = (out / job_seals[n]["path"] for n in ("a", "b"))
+    for _ in range(600):
+        if a.exists():
+            break
+        time.sleep(0.05)
+    assert a.exists() and not b.exists()  # b's waits for finish, which the job calls at the end
+    seals = writer.finish(entries)["seal_proofs"]
+    assert sorted(seals) == ["a", "b"] and b.exists()  # c has no MultiProof: a partition is missing
+    assert all(seals[n]["sha256"] == job_seals[n]["sha256"] and seals[n]["verified"] for n in ("a", "b"))
+    assert main(verify_args(folder / "a.json", a, vk)) == 0
 
 
 def test_c1s_of_two_registered_proofs_in_one_run_are_refused_in_one_line(sealed, tmp_path):

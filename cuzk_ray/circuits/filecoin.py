@@ -167,9 +167,10 @@ class FilecoinCircuit:
         the objects while it parses): 343 MiB traced at 32 GiB, ~48 of them the first task's imports
         and numba kernels. On Ray the C1 is parsed once per proof by its split task and a
         synthesis task keeps only its partition's share (a tenth at 32 GiB): the whole C1 is
-        still counted per partition, an upper bound that also covers the split tasks. "inputs" synthesizes a few hundred wires by the reference synthesizer.
-        An estimate, checked to lie between the traced peak and twice it at 2 KiB
-        (tests/test_synthesis_memory.py; 32 GiB: jobs/bench_synthesis_workers.py)."""
+        still counted per partition, an upper bound that also covers the split tasks. "inputs"
+        synthesizes a few hundred wires by the reference synthesizer. An estimate, checked to lie
+        between the traced peak and twice it at 2 KiB (tests/test_synthesis_memory.py; 32 GiB:
+        jobs/bench_synthesis_workers.py)."""
         n = self.meta["n_wires"]
         full = min(n, self.meta.get("full_wires", n))
         first = (64 if self.variant == "stacked" else 32) << 20
@@ -188,30 +189,77 @@ class FilecoinCircuit:
 
     def write_seal_proofs(self, output_dir, entries: dict, proof_ids=None, vk=None) -> dict:
         """Each C1's MultiProof from its partitions on disk (``entries``: OutputDir.entries),
+        written by write_seal_proof; what the manifest's run info records (``seal_proofs``: id ->
+        path, digest). A C1 with a partition missing (a failed or stopped run) gets none.
+        ``proof_ids``: the entries' ids, one per C1 (default: proof_names(); the service's own ids).
+        ``vk``: the verifying key (a service client has the service's, as a VerifyingKey); default
+        the .vk file load_key found."""
+        written = {}
+        for index, name in enumerate(proof_ids or self.proof_names()):
+            parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+            seal = self.write_seal_proof(output_dir, index, name, parts, vk)
+            if seal is not None:
+                written[name] = seal
+        return {"seal_proofs": written} if written else {}
+
+    def write_seal_proof(self, output_dir, index: int, name: str, parts: dict, vk=None) -> dict | None:
+        """C1 ``index``'s MultiProof from its partitions' entries (``parts``: partition -> entry),
         verified against the C1's public inputs with the bellperson verifier, then written
-        (temporary name, rename) as proofs/<id>/seal_proof.bin; what the manifest's run info
-        records (``seal_proofs``: id -> path, digest). A C1 with a partition missing (a failed or
-        stopped run) gets none. ``proof_ids``: the entries' ids, one per C1 (default:
-        proof_names(); the service's own ids). ``vk``: the verifying key (a service client has
-        the service's, as a VerifyingKey); default the .vk file load_key found."""
+        (temporary name, rename) as proofs/<name>/seal_proof.bin; its manifest record, or None
+        when a partition is missing."""
         from ..filecoin.c1 import read_c1
         from ..filecoin.c2 import write_multiproof
         from ..filecoin.params import read_vk
         from ..formats.native import file_sha256
         from ..formats.snarkjs_json import read_proof
 
-        out, key = Path(output_dir), read_vk(self.meta["vk"]) if vk is None else vk
-        written = {}
-        for c1, name in zip(self.c1_files, proof_ids or self.proof_names(), strict=True):
-            parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
-            if sorted(parts) != list(range(self.partitions)):
-                continue
-            proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
-            path = out / "proofs" / name / SEAL_PROOF
-            write_multiproof(path, key, read_c1(c1), proofs)
-            written[name] = {"path": str(path.relative_to(out)), "sha256": file_sha256(path), "c1": c1,
-                             "partitions": self.partitions, "verified": True,
-                             "vk": self.meta["vk"] if vk is None else None}
+        if sorted(parts) != list(range(self.partitions)):
+            return None
+        out, c1 = Path(output_dir), self.c1_files[index]
+        key = read_vk(self.meta["vk"]) if vk is None else vk
+        proofs = [read_proof(out / parts[k].proof) for k in range(self.partitions)]
+        path = out / "proofs" / name / SEAL_PROOF
+        write_multiproof(path, key, read_c1(c1), proofs)
+        return {"path": str(path.relative_to(out)), "sha256": file_sha256(path), "c1": c1,
+                "partitions": self.partitions, "verified": True, "vk": self.meta["vk"] if vk is None else None}
+
+
+class SealProofWriter:
+    """A run's MultiProofs, each written as soon as its C1's last partition is on disk, in one
+    background thread: a run of many C1s then has no tail of MultiProofs after its last partition
+    (~1.5-2.5 s each at 32 GiB: the C1 read, ten pairing checks), and each sector's proof exists
+    once it is proved. ``partition_done`` from the run's progress callback; ``finish`` at the end
+    (it also writes those of C1s completed by an earlier run, on resume)."""
+
+    def __init__(self, circuit: FilecoinCircuit, output_dir):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.circuit, self.output_dir = circuit, output_dir
+        self.names = circuit.proof_names()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="seal-proofs")
+        self._started: dict[str, object] = {}  # proof id -> the Future of its MultiProof
+
+    def partition_done(self, index: int, entries: dict) -> None:
+        """C1 ``index`` got a partition (``entries``: OutputDir.entries, read here, in the caller's
+        thread): once all are on disk, its MultiProof is written in the background."""
+        name = self.names[index]
+        if name in self._started:
+            return
+        parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+        if len(parts) == self.circuit.partitions:
+            self._started[name] = self._pool.submit(self.circuit.write_seal_proof, self.output_dir, index, name,
+                                                    parts)
+
+    def finish(self, entries: dict) -> dict:
+        """Wait for the MultiProofs started (an error in one is raised here), write those of the
+        other complete C1s; the manifest's ``seal_proofs``."""
+        self._pool.shutdown(wait=True)
+        written = {name: f.result() for name, f in self._started.items()}
+        for index, name in enumerate(self.names):
+            if name not in written:
+                parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+                written[name] = self.circuit.write_seal_proof(self.output_dir, index, name, parts)
+        written = {name: seal for name, seal in written.items() if seal is not None}
         return {"seal_proofs": written} if written else {}
 
 
