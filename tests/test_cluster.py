@@ -84,3 +84,38 @@ def test_ray_job_submit_runs_the_same_job(cluster, tmp_path):
     assert "succeeded" in res.stdout + res.stderr
     entries = json.loads((out / "manifest.json").read_text())["proofs"]
     assert len(entries) == 4 and all(e["verified"] for e in entries)
+
+
+def test_filecoin_synthesis_is_spread_over_the_cluster(cluster, tmp_path):
+    """A Filecoin run on a cluster: each C1 is read once on the driver's node (its split task) and
+    its partitions' shares go to synthesis tasks spread over both nodes, which read no file; two
+    consistent 32 GiB C1s (10 partitions each, the ``inputs`` stand-in circuit), each MultiProof
+    verified against its own C1 by the job and refused against the other's here."""
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic, c2, registry
+    from cuzk_ray.filecoin.c1 import read_c1, write_c1
+    from cuzk_ray.filecoin.params import read_vk
+    from cuzk_ray.filecoin.proofs import multiproof_from_bytes
+
+    folder = tmp_path / "c1s"
+    folder.mkdir()
+    proof = registry.registered_seal_proof("StackedDrg32GiBV1_1")
+    for name, sector in (("a", 77), ("b", 78)):
+        write_c1(c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", sector, bytes(32), bytes(32),
+                                           np.random.default_rng(sector)), folder / f"{name}.json")
+    out = tmp_path / "out"
+    env = dict(cluster.env, RAY_ADDRESS=cluster.address)
+    r = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit=filecoin", f"circuit.c1={folder}",
+                        "circuit.variant=inputs", "backend=cpu", "setup_backend=cpu", "pw=4", f"output_dir={out}",
+                        f"cache_dir={tmp_path / 'cache'}"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["proofs"]) == 20 and all(e["verified"] for e in manifest["proofs"])
+    assert len({e["synthesis_node"] for e in manifest["proofs"]}) == 2  # not pinned to the driver's node
+    seals = manifest["seal_proofs"]
+    assert sorted(seals) == ["a", "b"] and all(s["verified"] for s in seals.values())
+    proof_a = multiproof_from_bytes((out / seals["a"]["path"]).read_bytes())
+    with pytest.raises(ValueError, match=r"do not verify"):  # a's MultiProof is no proof of sector b
+        c2.check_multiproof(read_vk(seals["a"]["vk"]), read_c1(folder / "b.json"), proof_a)

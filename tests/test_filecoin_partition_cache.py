@@ -135,6 +135,28 @@ def test_a_partition_handed_its_share_is_synthesized_without_the_file(setup_2k, 
         synthesize_partition(spec)
 
 
+@pytest.mark.ray
+def test_on_a_cluster_the_plan_comes_through_the_object_store(ray_local, setup_2k, sealed_2k, cache_dir):  # noqa: F811
+    """What the Ray engine's synthesis task runs on a cluster node: its share and the witness plan
+    as objects (the plan read back from the object store, its arrays read-only), a spec naming
+    neither the C1 nor the partition cache; the witness is the same, bit for bit."""
+    import ray
+
+    from cuzk_ray.circuits.filecoin import FilecoinCircuit
+    from cuzk_ray.engines.ray_executor import synthesize_partition as synthesis_task
+    from cuzk_ray.partition import from_record_batch
+
+    _, c1 = sealed_2k
+    circuit = FilecoinCircuit((), variant="stacked", proof_type=PROOF_2K.name, meta={"cache_dir": str(cache_dir)})
+    spec = {"kind": "filecoin", "c1": "/nonexistent/c1.json", "proof_type": PROOF_2K.name, "variant": "stacked",
+            "cache_dir": str(cache_dir), "proof": 0, "partition": 0}
+    assert "cache_dir" not in with_share(spec, c1.partition_share(0), circuit.synthesis_plan())
+    batch = synthesis_task.remote(spec, "proof-000", "c", None, ray.put(c1.partition_share(0)),
+                                  ray.put(circuit.synthesis_plan()))
+    assert from_record_batch(ray.get(batch)).witness == c2.partition_witness(setup_2k, c1, 0)
+    assert FilecoinCircuit((), variant="inputs", proof_type=PROOF_2K.name).synthesis_plan() is None
+
+
 def plans_equal(one, two) -> bool:
     return (one.layout == two.layout and (one.p_fr, one.b_fr) == (two.p_fr, two.b_fr)
             and len(one.ops) == len(two.ops) and all(np.array_equal(x, y) for x, y in zip(one.ops, two.ops))

@@ -296,13 +296,14 @@ def split_inputs(spec: dict) -> tuple:
     raise ValueError(f"circuit kind {spec['kind']!r} does not split its inputs")
 
 
-def with_share(spec: dict, share) -> dict:
+def with_share(spec: dict, share, plan=None) -> dict:
     """A partition's synthesis spec with its share of the proof's input (split_inputs) in place
-    of what names the input (its file: synthesis then cannot read it)."""
+    of what names the input (its file: synthesis then cannot read it), and ``plan`` (the
+    circuit's synthesis_plan, on a cluster) in place of the files it comes from."""
     if spec["kind"] == "filecoin":
         from .filecoin import with_share as filecoin_share
 
-        return filecoin_share(spec, share)
+        return filecoin_share(spec, share, plan)
     raise ValueError(f"circuit kind {spec['kind']!r} does not split its inputs")
 
 

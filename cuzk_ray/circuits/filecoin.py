@@ -148,6 +148,16 @@ class FilecoinCircuit:
         return {"kind": self.kind, "c1": self.c1_files[proof], "proof_type": self.proof_type, "variant": self.variant,
                 "cache_dir": self.meta["cache_dir"], "proof": proof, "partition": partition}
 
+    def synthesis_plan(self):
+        """The witness plan every "stacked" synthesis replays (c2.witness_plan, mapped from the
+        partition cache; 0.67 GB at 32 GiB), None for "inputs": what the Ray engine on a cluster
+        puts in the object store once, so that synthesis runs on nodes without this cache."""
+        if self.variant != "stacked":
+            return None
+        from ..filecoin import c2
+
+        return c2.witness_plan(self.registered_proof, self.meta["cache_dir"])
+
     def domain_size(self) -> int:
         return self.meta["domain"]
 
@@ -306,10 +316,13 @@ def split_c1(spec: dict) -> tuple:
     return tuple(c1.partition_share(k) for k in range(len(c1.vanilla_proofs)))
 
 
-def with_share(spec: dict, share) -> dict:
-    """The synth spec of a partition handed its share of the C1 (split_c1): the C1's path dropped,
-    so that its synthesis cannot read the file (it need not be on the task's node)."""
-    return {**{k: v for k, v in spec.items() if k != "c1"}, "c1_share": share}
+def with_share(spec: dict, share, plan=None) -> dict:
+    """The synth spec of a partition handed its share of the C1 (split_c1) and, on a cluster, the
+    witness plan (FilecoinCircuit.synthesis_plan): the C1's path dropped, and with a plan the
+    partition cache's too, so that its synthesis reads neither (they need not be on its node)."""
+    drop = ("c1", "cache_dir") if plan is not None else ("c1",)
+    return {**{k: v for k, v in spec.items() if k not in drop}, "c1_share": share,
+            **({"plan": plan} if plan is not None else {})}
 
 
 def synthesize_partition(spec: dict) -> CompactWitness:
@@ -324,7 +337,8 @@ def synthesize_partition(spec: dict) -> CompactWitness:
     if spec["variant"] == "stacked":
         from ..filecoin.circuit.fast_witness import fast_witness
 
-        return fast_witness(c2.witness_plan(registered_seal_proof(spec["proof_type"]), spec["cache_dir"]), c1,
-                            spec["partition"])
+        pl = spec["plan"] if "plan" in spec else c2.witness_plan(registered_seal_proof(spec["proof_type"]),
+                                                                 spec["cache_dir"])
+        return fast_witness(pl, c1, spec["partition"])
     setup = _setup(spec["proof_type"], spec["cache_dir"], spec["variant"])
     return c2.partition_witness(setup, c1, spec["partition"])

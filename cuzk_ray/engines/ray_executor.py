@@ -37,7 +37,7 @@ from .actors import CpuProver, GpuProver, NodeSampler
 from .admission import expected_pw
 from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
-from .ray_env import LOOPBACK_ENV
+from .ray_env import LOOPBACK_ENV, embedded
 from .ray_setup import ship_package
 from .types import BundleKey, Completion, DeviceRoom, KeyRef, StoreKey, WorkItem
 from .worker import limit_synthesis_threads, synthesize_witness
@@ -133,15 +133,16 @@ def private_temp_dir(path: str) -> str:
 
 
 @ray.remote(num_cpus=1)
-def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None, share=None):
+def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None, share=None, plan=None):
     """The partition's witness as an Arrow batch, with where, how long and on how many threads
     synthesis ran (as many as the CPUs Ray gave the task: worker.limit_synthesis_threads).
     ``share``: the partition's share of its proof's input (split_proof_inputs' output for this
-    partition; Ray hands it over once it exists), put in the spec by circuits.with_share."""
+    partition; Ray hands it over once it exists), put in the spec by circuits.with_share with
+    ``plan`` (on a cluster: the circuit's synthesis plan, read from this node's object store)."""
     t0, w0 = time.perf_counter(), time.time()
     ctx = ray.get_runtime_context()
     threads = limit_synthesis_threads(ctx.get_assigned_resources().get("CPU", 1))
-    witness = synthesize_witness(spec if share is None else with_share(spec, share), synth_fn)
+    witness = synthesize_witness(spec if share is None else with_share(spec, share, plan), synth_fn)
     extra = {"synthesis_node": ctx.get_node_id(),
              "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
              "synthesis_pid": str(os.getpid()), "synthesis_threads": str(threads)}
@@ -187,6 +188,10 @@ class RayExecutor:
         # per proof whose input is split (circuit.splits_inputs): its shares' refs, and the
         # partitions submitted from them; dropped once every partition has been (a retry splits again)
         self._shares: OrderedDict[str, tuple[list, set[int]]] = OrderedDict()
+        # a cluster (ray.address): split inputs' synthesis is spread, their plans in the object
+        # store; an embedded Ray is one node: pinned there, each worker maps the plan from disk
+        self._cluster = not embedded(settings.ray)
+        self._plans: dict[str, object] = {}  # key id -> ObjectRef of its synthesis plan (None: it has none)
         # the service loads keys in a thread of its own while its loop submits and waits: the
         # pool's state (held keys, down provers, work in flight) changes under this lock
         self._lock = threading.RLock()
@@ -213,6 +218,7 @@ class RayExecutor:
         and from the pool (its object-store copy goes when nothing refers to it)."""
         with self._lock:
             self.keys.pop(key_id, None)
+            self._plans.pop(key_id, None)
             for i, held in enumerate(self.held):
                 if held.pop(key_id, None) is not None and i not in self.dead:
                     self.provers[i].evict.remote([key_id])  # (in order after its earlier calls; not waited for)
@@ -295,13 +301,17 @@ class RayExecutor:
     def _submit(self, work: WorkItem, spec: dict) -> None:
         key = work.proof.key
         ref = self.keys[key.key_id]
-        # input files (e.g. .wtns) live where the driver runs: read them there; else spread
-        strategy = (NodeAffinitySchedulingStrategy(self._node, soft=False) if key.circuit.local_files else "SPREAD")
-        share = self._share(work, spec) if key.circuit.splits_inputs and work.proof.synth_fn is None else None
+        split = key.circuit.splits_inputs and work.proof.synth_fn is None
+        share = self._share(work, spec) if split else None
+        plan = self._plan(key) if split and self._cluster else None
+        # input files (e.g. .wtns) live where the driver runs: read them there; else spread. On a
+        # cluster a split input's synthesis reads no file: its share and the plan come as objects
+        pinned = key.circuit.local_files and not (split and self._cluster)
+        strategy = NodeAffinitySchedulingStrategy(self._node, soft=False) if pinned else "SPREAD"
         batch = synthesize_partition.options(
             name=f"synth:{work.proof_id}:{work.partition}", memory=key.part_bytes,
             scheduling_strategy=strategy).remote(spec, work.proof_id, key.circuit.circuit_id, work.proof.synth_fn,
-                                                 share)
+                                                 share, plan)
         up = self._up()
         holding = [i for i in up if ref.key_id in self.held[i]] or up
         work.prover = holding[int(np.argmin([self.load[i] for i in holding]))]
@@ -312,6 +322,16 @@ class RayExecutor:
         if not self._synth_watch:  # the synthesis clock starts with the first task of a quiet spell
             self._last_synth = time.monotonic()
         self._synth_watch.add(batch)
+
+    def _plan(self, key):
+        """The ref of the key's synthesis plan (circuit.synthesis_plan: Filecoin's witness plan, 0.67
+        GB at 32 GiB), put in the object store on first use: on a cluster every node's synthesis
+        tasks read it from there (Ray copies it to a node once), not from a partition cache that
+        only the driver's node has. None where the circuit has none (the stand-in)."""
+        if key.key_id not in self._plans:
+            plan = key.circuit.synthesis_plan()
+            self._plans[key.key_id] = None if plan is None else ray.put(plan)
+        return self._plans[key.key_id]
 
     def _share(self, work: WorkItem, spec: dict):
         """The ref of this partition's share of its proof's input: the proof's first partition
