@@ -14,10 +14,10 @@ disk room checked first) in the same run as a .params decoded into a mapped bund
 a user's path) or straight into the bundle (--key bundle), then N proofs of the C1 through the
 engine, every partition verified by the engine and each proof's MultiProof against its C1's
 public inputs. --distinct: N different C1s (sector ids 77, 78, ...), one per proof, as a sealing
-pipeline sends them (each synthesis task then parses the C1 it proves; with one C1 a worker
-parses it once), and proof 0's MultiProof also refused against C1 1's inputs. Every phase prints
-its time as it ends (a run cut off still shows how far it got); at the end a table, and the
-figures as JSON at --out.
+pipeline sends them (on Ray each proof's C1 is parsed by its split task, not by its ten synthesis
+tasks), and proof 0's MultiProof also refused against C1 1's inputs. Every phase prints its time
+as it ends (a run cut off still shows how far it got); at the end a table, and the figures as
+JSON at --out.
 
     python jobs/bench_filecoin_c2.py --sector-size 32GiB --backend cuda --pw 12 --engine ray --repeat 4 \\
         --key bundle --out figures.json

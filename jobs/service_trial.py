@@ -16,8 +16,9 @@
    client, followed in the service's database across the restart, and each proof's results
    folder (its partitions and MultiProof) verified again; with --c1-copies each request names a
    copy of its own (OUT/c1/<phase>-<i>.json), so the service parses every request's C1 as it
-   would distinct sectors' (at the POST, and in each synthesis task), where one shared C1 is read
-   once; each request's POST seconds are printed;
+   would distinct sectors' (at the POST, and once per proof by the engine's split task), where one
+   shared C1 is parsed once at the POST and once per worker process after; each request's POST
+   seconds are printed;
 3. phase B: another batch; once --kill-after of its proofs are done, the service's process group
    is SIGKILLed and the service started again on the same database; the client waits the outage
    out (service.reconnect_s) and finishes; time from the restart to ready and to the first proof

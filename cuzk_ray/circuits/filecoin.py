@@ -184,7 +184,7 @@ class FilecoinCircuit:
         n = self.meta["n_wires"]
         full = min(n, self.meta.get("full_wires", n))
         first = (64 if self.variant == "stacked" else 32) << 20
-        largest = max(os.path.getsize(f) for f in self.c1_files)  # a task parses one C1
+        largest = max(os.path.getsize(f) for f in self.c1_files)  # a local task, or a split task, parses one C1
         return n + n // 4 + 2 * 32 * full + 2 * largest + first
 
     def proof_label(self, proof: int) -> str:
@@ -206,7 +206,7 @@ class FilecoinCircuit:
         the .vk file load_key found."""
         written = {}
         for index, name in enumerate(proof_ids or self.proof_names()):
-            parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+            parts = proof_parts(entries, name)
             seal = self.write_seal_proof(output_dir, index, name, parts, vk)
             if seal is not None:
                 written[name] = seal
@@ -234,6 +234,11 @@ class FilecoinCircuit:
                 "partitions": self.partitions, "verified": True, "vk": self.meta["vk"] if vk is None else None}
 
 
+def proof_parts(entries: dict, proof_id: str) -> dict:
+    """The entries of one proof's partitions on disk (``entries``: OutputDir.entries), by partition."""
+    return {e.partition: e for (pid, _), e in entries.items() if pid == proof_id}
+
+
 class SealProofWriter:
     """A run's MultiProofs, each written as soon as its C1's last partition is on disk, in one
     background thread: a run of many C1s then has no tail of MultiProofs after its last partition
@@ -255,7 +260,7 @@ class SealProofWriter:
         name = self.names[index]
         if name in self._started:
             return
-        parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+        parts = proof_parts(entries, name)
         if len(parts) == self.circuit.partitions:
             self._started[name] = self._pool.submit(self.circuit.write_seal_proof, self.output_dir, index, name,
                                                     parts)
@@ -267,7 +272,7 @@ class SealProofWriter:
         written = {name: f.result() for name, f in self._started.items()}
         for index, name in enumerate(self.names):
             if name not in written:
-                parts = {e.partition: e for (pid, _), e in entries.items() if pid == name}
+                parts = proof_parts(entries, name)
                 written[name] = self.circuit.write_seal_proof(self.output_dir, index, name, parts)
         written = {name: seal for name, seal in written.items() if seal is not None}
         return {"seal_proofs": written} if written else {}
