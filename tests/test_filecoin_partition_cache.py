@@ -144,6 +144,7 @@ def test_on_a_cluster_the_plan_comes_through_the_object_store(ray_local, setup_2
 
     from cuzk_ray.circuits.filecoin import FilecoinCircuit
     from cuzk_ray.engines.ray_executor import synthesize_partition as synthesis_task
+    from cuzk_ray.engines.types import SplitShare
     from cuzk_ray.partition import from_record_batch
 
     _, c1 = sealed_2k
@@ -151,7 +152,7 @@ def test_on_a_cluster_the_plan_comes_through_the_object_store(ray_local, setup_2
     spec = {"kind": "filecoin", "c1": "/nonexistent/c1.json", "proof_type": PROOF_2K.name, "variant": "stacked",
             "cache_dir": str(cache_dir), "proof": 0, "partition": 0}
     assert "cache_dir" not in with_share(spec, c1.partition_share(0), circuit.synthesis_plan())
-    batch = synthesis_task.remote(spec, "proof-000", "c", None, ray.put(c1.partition_share(0)),
+    batch = synthesis_task.remote(spec, "proof-000", "c", None, ray.put(SplitShare(c1.partition_share(0), None)),
                                   ray.put(circuit.synthesis_plan()))
     assert from_record_batch(ray.get(batch)).witness == c2.partition_witness(setup_2k, c1, 0)
     assert FilecoinCircuit((), variant="inputs", proof_type=PROOF_2K.name).synthesis_plan() is None

@@ -69,6 +69,10 @@ def test_the_ray_engine_splits_each_c1_once_and_proves_its_multiproof(ray_local,
     seals = manifest["seal_proofs"]
     assert sorted(seals) == ["a", "b"] and all(s["verified"] and s["partitions"] == 10 for s in seals.values())
     assert len(manifest["proofs"]) == 20 and all(e["verified"] for e in manifest["proofs"])
+    # the split's seconds reach the report once a proof: in partition 0's times, no other's
+    split_s = {(e["proof_id"], e["partition"]): e["seconds"].get("split") for e in manifest["proofs"]}
+    assert all(split_s[p, 0] > 0 for p in ("a", "b"))
+    assert all(v is None for (_, k), v in split_s.items() if k != 0)
 
     address = ray.get_runtime_context().gcs_address
     want = {"split:a", "split:b"}

@@ -128,6 +128,8 @@ class ProverActor:
         if part.extra.get("synthesis_pid", "").isdigit():
             out.synthesis_pid = int(part.extra["synthesis_pid"])
         out.times["synthesis"] = float(part.extra.get("synthesis_s", "nan"))
+        if "split_s" in part.extra:  # partition 0 of a proof whose input was split (SplitShare)
+            out.times["split"] = float(part.extra["split_s"])
         if "synthesis_start" in part.extra:
             s0 = float(part.extra["synthesis_start"])
             out.spans.append(("synthesis", s0, s0 + out.times["synthesis"]))

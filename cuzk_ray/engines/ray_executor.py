@@ -39,7 +39,7 @@ from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV, embedded
 from .ray_setup import ship_package
-from .types import BundleKey, Completion, DeviceRoom, KeyRef, StoreKey, WorkItem
+from .types import BundleKey, Completion, DeviceRoom, KeyRef, SplitShare, StoreKey, WorkItem
 from .worker import limit_synthesis_threads, synthesize_witness
 
 log = logging.getLogger(__name__)
@@ -136,25 +136,31 @@ def private_temp_dir(path: str) -> str:
 def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=None, share=None, plan=None):
     """The partition's witness as an Arrow batch, with where, how long and on how many threads
     synthesis ran (as many as the CPUs Ray gave the task: worker.limit_synthesis_threads).
-    ``share``: the partition's share of its proof's input (split_proof_inputs' output for this
-    partition; Ray hands it over once it exists), put in the spec by circuits.with_share with
+    ``share``: the partition's SplitShare of its proof's input (split_proof_inputs' output for
+    this partition; Ray hands it over once it exists), put in the spec by circuits.with_share with
     ``plan`` (on a cluster: the circuit's synthesis plan, read from this node's object store)."""
     t0, w0 = time.perf_counter(), time.time()
     ctx = ray.get_runtime_context()
     threads = limit_synthesis_threads(ctx.get_assigned_resources().get("CPU", 1))
-    witness = synthesize_witness(spec if share is None else with_share(spec, share, plan), synth_fn)
+    witness = synthesize_witness(spec if share is None else with_share(spec, share.share, plan), synth_fn)
     extra = {"synthesis_node": ctx.get_node_id(),
              "synthesis_s": f"{time.perf_counter() - t0:.6f}", "synthesis_start": f"{w0:.6f}",
              "synthesis_pid": str(os.getpid()), "synthesis_threads": str(threads)}
+    if share is not None and share.split_s is not None:
+        extra["split_s"] = f"{share.split_s:.6f}"
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
+
 
 
 @ray.remote(num_cpus=1)
 def split_proof_inputs(spec: dict):
     """Each partition's share of the input a proof's spec names, one Ray object per partition
     (the task's num_returns): read once where the file is (circuits.split_inputs)."""
+    t0 = time.perf_counter()
     shares = split_inputs(spec)
-    return shares if len(shares) > 1 else shares[0]
+    seconds = time.perf_counter() - t0
+    out = tuple(SplitShare(share, seconds if k == 0 else None) for k, share in enumerate(shares))
+    return out if len(out) > 1 else out[0]
 
 
 class RayExecutor:

@@ -7,11 +7,12 @@ import numpy as np
 from .admission import format_bytes
 from .types import BatchResult, PartitionResult
 
-STAGES = ["synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi", "msm_l", "msm_h",
-          "msm_h_hi", "assemble", "gpu", "prove_total", "verify"]
+STAGES = ["split", "synthesis", "upload", "abc", "h", "gather", "msm_a", "msm_b_g1", "msm_b_g2", "msm_b_g2_hi",
+          "msm_l", "msm_h", "msm_h_hi", "assemble", "gpu", "prove_total", "verify"]
 
 # What each stage is, in the words of docs/ARCHITECTURE.md (the table's legend column).
 LEGEND = {
+    "split": "a proof's input read once and cut into its partitions' shares (Filecoin's C1, Ray engine; one a proof)",
     "synthesis": "the witness: a .wtns file read, or the built-in circuit synthesized",
     "upload": "the witness copied to the GPU (pinned buffer, own stream)",
     "abc": "a, b, c = A.w, B.w, C.w (sparse matrix-vector products)",

@@ -142,6 +142,16 @@ class WorkItem:
         return self.proof.id
 
 
+@dataclass(frozen=True)
+class SplitShare:
+    """One partition's share of its proof's input, as the Ray engine's split task hands it to the
+    partition's synthesis task; ``split_s`` (the split's seconds) rides with partition 0's share
+    only, so that the report counts it once a proof."""
+
+    share: object
+    split_s: float | None
+
+
 @dataclass
 class PartitionOutcome:
     """What proving one partition returns (the worker fills the proof, the actor or the local
