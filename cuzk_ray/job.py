@@ -47,6 +47,7 @@ def run_local(cfg: dict, console: Console, scratch: bool = False) -> int:
     from . import outputs
     from .backends import resolve_backend_name
     from .circuits import make_circuit
+    from .circuits.filecoin import SealProofWriter
     from .config import check_job_values
     from .engines import EngineSettings
     from .errors import Interrupted, OutputError
@@ -60,20 +61,22 @@ def run_local(cfg: dict, console: Console, scratch: bool = False) -> int:
     out = outputs.OutputDir.open(cfg["output_dir"], resume=cfg["resume"], overwrite=cfg["overwrite"])
     with out:
         console.log_to(out.path / LOG_FILE)
+        seals = SealProofWriter(circuit, out.path) if circuit.kind == "filecoin" else None  # each C1's MultiProof
         try:
-            return prove(cfg, settings, circuit, out, console, scratch)
+            return prove(cfg, settings, circuit, out, console, scratch, seals)
         except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (signals.Terminated)
-            raise Interrupted(stopped(out, signal_name(e), "interrupted")) from None
+            raise Interrupted(stopped(out, signal_name(e), "interrupted", seals)) from None
         except OutputError as e:
-            raise OutputError(f"{e}; {stopped(out, str(e), 'stopped')}" if out.started else str(e)) from None
+            raise OutputError(f"{e}; {stopped(out, str(e), 'stopped', seals)}" if out.started else str(e)) from None
         except Exception as e:  # a bug or a lost cluster: keep the partial manifest, and the traceback
             if out.started and out.manifest_path is None:
-                stopped(out, f"{type(e).__name__}: {e}", "stopped")
+                stopped(out, f"{type(e).__name__}: {e}", "stopped", seals)
             raise
 
 
-def stopped(out, why: str, word: str) -> str:
-    """Write the partial manifest of a run that ended early; say what was kept, in one line."""
+def stopped(out, why: str, word: str, seals=None) -> str:
+    """Write the partial manifest of a run that ended early, listing the MultiProofs ``seals``
+    (circuits.filecoin.SealProofWriter) wrote before the stop; say what was kept, in one line."""
     import signal
 
     if not out.started:
@@ -81,7 +84,7 @@ def stopped(out, why: str, word: str) -> str:
     for sig in STOP_SIGNALS:  # a second Ctrl-C or SIGTERM must not cut the manifest in half
         signal.signal(sig, signal.SIG_IGN)
     try:
-        path = out.finish({}, {}, stopped=why)
+        path = out.finish(seals.stop() if seals is not None else {}, {}, stopped=why)
         where = f"listed in {path}"
     except Exception as e:  # noqa: BLE001  e.g. the disk is still full: the journal is the record
         where = f"listed in {out.path / 'journal.jsonl'} (no manifest: {e})"
@@ -98,10 +101,10 @@ def known_domain(circuit) -> int | None:
     return shape.domain if shape is not None else None
 
 
-def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False) -> int:
-    """The run, once output_dir is locked and known to be fresh or resumable."""
+def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = False, seals=None) -> int:
+    """The run, once output_dir is locked and known to be fresh or resumable; ``seals``: the
+    SealProofWriter of a Filecoin run (its C1s' MultiProofs), else None."""
     from . import outputs
-    from .circuits.filecoin import SealProofWriter
     from .config import proof_count
     from .engines import open_engine
     from .engines.admission import check_budget, partition_host_bytes
@@ -162,7 +165,6 @@ def prove(cfg: dict, settings, circuit, out, console: Console, scratch: bool = F
 
     info = {"circuit": circuit.circuit_id, "key": key_info["key"], "engine": settings.engine}
     batch, written, startup_s = None, [], 0.0
-    seals = SealProofWriter(circuit, out.path) if circuit.kind == "filecoin" else None  # each C1's MultiProof
     if todo:
         say(choice.line())
         t_engine = time.perf_counter()

@@ -12,6 +12,7 @@ The public inputs the verifier uses are derived from the sector's data by part 1
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -194,6 +195,39 @@ def test_each_multiproof_is_written_once_its_c1s_partitions_are_on_disk(sealed, 
     assert sorted(seals) == ["a", "b"] and b.exists()  # c has no MultiProof: a partition is missing
     assert all(seals[n]["sha256"] == job_seals[n]["sha256"] and seals[n]["verified"] for n in ("a", "b"))
     assert main(verify_args(folder / "a.json", a, vk)) == 0
+
+
+def test_an_interrupted_run_lists_the_multiproofs_it_wrote(sealed, proved, tmp_path):
+    """Ctrl-C after the first C1's MultiProof is on disk: the partial manifest lists every
+    MultiProof the run wrote (each on disk, its digest, verified), none it did not; before, it
+    listed none, though they were on disk."""
+    from interrupt import interrupt_mid_batch, start
+
+    _, c1, cache = sealed
+    _, vk = proved
+    folder = tmp_path / "c1s"
+    folder.mkdir()
+    names = [f"s{i}" for i in range(8)]
+    for name in names:
+        shutil.copy(c1, folder / f"{name}.json")
+    out = tmp_path / "run"
+    job = start([sys.executable, str(REPO / "jobs" / "prove.py"), "circuit=filecoin", "circuit.variant=inputs",
+                 "backend=cpu", "engine=local", f"circuit.c1={folder}", f"cache_dir={cache}", f"output_dir={out}"])
+    deadline = time.monotonic() + 150
+    while not list(out.glob("proofs/*/seal_proof.bin")) and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    interrupt_mid_batch(job, out, k=1)
+    manifest = json.loads((out / "manifest.partial.json").read_text())
+    on_disk = sorted(p.parent.name for p in out.glob("proofs/*/seal_proof.bin"))
+    seals = manifest.get("seal_proofs", {})
+    assert 1 <= len(on_disk) < len(names) and sorted(seals) == on_disk, (on_disk, seals)
+    for name, record in seals.items():
+        path = out / record["path"]
+        assert record["verified"] and record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert sum(e["proof_id"] == name for e in manifest["proofs"]) == 1  # its one partition, listed too
+    first = out / seals[on_disk[0]]["path"]
+    assert main(verify_args(folder / f"{on_disk[0]}.json", first, vk)) == 0
+    assert main(verify_args(folder / f"{on_disk[0]}.json", first, vk, sector_id=SECTOR_ID + 1)) == 1  # its twin
 
 
 def test_c1s_of_two_registered_proofs_in_one_run_are_refused_in_one_line(sealed, tmp_path):

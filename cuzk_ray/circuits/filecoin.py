@@ -265,6 +265,15 @@ class SealProofWriter:
             self._started[name] = self._pool.submit(self.circuit.write_seal_proof, self.output_dir, index, name,
                                                     parts)
 
+    def stop(self) -> dict:
+        """A run stopped early (Ctrl-C, a full disk): the MultiProof being written finishes, those
+        not started are dropped; the manifest's ``seal_proofs`` of those written (its partial
+        manifest lists them; a resumed run writes the rest, and these again)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        written = {name: f.result() for name, f in self._started.items()
+                   if not f.cancelled() and f.exception() is None and f.result() is not None}
+        return {"seal_proofs": written} if written else {}
+
     def finish(self, entries: dict) -> dict:
         """Wait for the MultiProofs started (an error in one is raised here), write those of the
         other complete C1s; the manifest's ``seal_proofs``."""
