@@ -209,6 +209,37 @@ def test_named_actors_and_tasks(ray_local, key):
     assert want <= names
 
 
+def test_a_side_task_runs_in_another_process_and_brings_back_user_errors(ray_local, key, tmp_path):
+    """Engine.beside (the service's C1 reads and MultiProofs): fn runs in a Ray worker on the
+    driver's node, not in this process (whose GIL a 32 GiB json.loads held for ~1 s at once); a
+    bad C1's error comes back as itself, one line naming the file; the local engine runs it here."""
+    from cuzk_ray.circuits.filecoin import check_c1_file
+    from cuzk_ray.engines import LocalEngine
+    from cuzk_ray.filecoin.c1 import C1FormatError
+
+    pk, cs = key
+    engine = ProvingEngine(pk, cs, CIRCUIT, backend="cpu", pw=1, provers=1)
+    try:
+        job = engine.beside(os.getpid, name="side:pid")
+        pid = job.result()
+        assert job.done() and pid != os.getpid()
+        (tmp_path / "bad.json").write_text('{"registered_proof": "StackedDrg2KiBV1_1"}')
+        bad = engine.beside(check_c1_file, str(tmp_path / "bad.json"), name="c1-check:bad.json")
+        with pytest.raises(C1FormatError, match=r"bad\.json") as e:
+            bad.result()
+        assert "\n" not in str(e.value) and "Traceback" not in str(e.value)
+        with pytest.raises(FileNotFoundError):  # an OSError comes back as itself too
+            engine.beside(check_c1_file, str(tmp_path / "gone.json"), name="c1-check:gone.json").result()
+        node = ray.get_runtime_context().get_node_id()
+        assert engine.beside(lambda: ray.get_runtime_context().get_node_id(), name="side:node").result() == node
+    finally:
+        engine.shutdown()
+    local = LocalEngine(pk, cs, CIRCUIT, backend="cpu")
+    assert local.beside(os.getpid, name="side:pid").result() == os.getpid()
+    with pytest.raises(C1FormatError, match=r"bad\.json"):
+        local.beside(check_c1_file, str(tmp_path / "bad.json"), name="c1-check:bad.json").result()
+
+
 def test_local_engine_same_semantics_without_ray(key):
     from cuzk_ray.engines import LocalEngine
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -295,18 +298,35 @@ def _setup(proof_type: str, cache_dir: str, variant: str):
     return c2.circuit_setup(registered_seal_proof(proof_type), cache_dir, variant)
 
 
-def c1_proof_type(path: str) -> str:
+def c1_proof_type(path: str, read: Callable[[str], str] | None = None) -> str:
     """The registered proof of the C1 at ``path``, read and checked against that proof's partition
-    and challenge counts (c2.check_c1; one-line errors naming the file and field) the first time
+    and challenge counts (check_c1_file; one-line errors naming the file and field) the first time
     it is asked for with this size and mtime, then remembered. Why: a 32 GiB C1 is 38.6 MB of
     JSON, ~1.7 s to parse; the service checks a request's C1 more than once (its key id, its
-    partitions, the fitting) and a run checked every C1 twice (from_config, load_key)."""
+    partitions, the fitting) and a run checked every C1 twice (from_config, load_key).
+    ``read``: what reads it on a miss (default check_c1_file, here; the service runs it in a task
+    of its own, since json.loads holds the GIL for ~1 s at 32 GiB)."""
     st = os.stat(path)
-    return _c1_checked(path, st.st_size, st.st_mtime_ns)
+    key = (path, st.st_size, st.st_mtime_ns)
+    with _C1_KINDS_LOCK:
+        kind = _C1_KINDS.get(key)
+    if kind is None:
+        kind = (read or check_c1_file)(path)
+        with _C1_KINDS_LOCK:
+            _C1_KINDS[key] = kind
+            while len(_C1_KINDS) > C1_KINDS_KEPT:
+                _C1_KINDS.popitem(last=False)
+    return kind
 
 
-@functools.lru_cache(maxsize=256)
-def _c1_checked(path: str, size: int, mtime_ns: int) -> str:
+C1_KINDS_KEPT = 256  # C1 files whose registered proof is remembered (by path, size and mtime)
+_C1_KINDS: OrderedDict[tuple, str] = OrderedDict()
+_C1_KINDS_LOCK = threading.Lock()
+
+
+def check_c1_file(path: str) -> str:
+    """The registered proof of the C1 at ``path``, read and checked (c2.check_c1): what
+    c1_proof_type remembers."""
     from ..filecoin.c1 import read_c1
     from ..filecoin.c2 import check_c1
 

@@ -74,6 +74,12 @@ class Engine:
         """Drop a key from the pool (none of its proofs may be in the scheduler)."""
         self.executor.remove_key(key_id)
 
+    def beside(self, fn, *args, name: str):
+        """``fn(*args)`` off the caller's threads where the executor can (Ray: a task on the
+        driver's node; local: now); an object with ``done()`` and ``result()`` (the value, or the
+        user error fn raised)."""
+        return self.executor.beside(fn, *args, name=name)
+
     def device_room(self) -> int | None:
         """The VRAM a key may count on in this pool (admission.vram_room of the GPU provers'
         readings: a key held alone on the tightest device); None with CPU provers."""

@@ -11,7 +11,7 @@ from collections import deque
 from ..partition import Partition
 from .memory import ProcessMemory, processes_memory
 from .metrics import Metrics
-from .types import Completion, DeviceRoom, PartitionOutcome, WorkItem
+from .types import Completion, DeviceRoom, PartitionOutcome, SideOutcome, WorkItem
 from .worker import ProverWorker, device_room, synthesize_witness
 
 
@@ -51,6 +51,11 @@ class LocalExecutor:
         """Queue ``work``; it runs in next_completion."""
         work.prover = 0
         self._queue.append((work, spec))
+
+    def beside(self, fn, *args, name: str) -> SideOutcome:
+        """``fn(*args)`` now, in this thread (there is no other process to run it in); ``name``
+        unused. Its result() as RayExecutor.beside's."""
+        return SideOutcome.of(fn, args)
 
     def can_submit(self) -> bool:
         """Always: the one prover is this process."""

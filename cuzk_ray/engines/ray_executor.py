@@ -39,7 +39,7 @@ from .memory import ProcessMemory, processes_memory, ray_node_processes
 from .metrics import RayMetrics
 from .ray_env import LOOPBACK_ENV, embedded
 from .ray_setup import ship_package
-from .types import BundleKey, Completion, DeviceRoom, KeyRef, SplitShare, StoreKey, WorkItem
+from .types import BundleKey, Completion, DeviceRoom, KeyRef, SideOutcome, SplitShare, StoreKey, WorkItem
 from .worker import limit_synthesis_threads, synthesize_witness
 
 log = logging.getLogger(__name__)
@@ -161,6 +161,29 @@ def split_proof_inputs(spec: dict):
     seconds = time.perf_counter() - t0
     out = tuple(SplitShare(share, seconds if k == 0 else None) for k, share in enumerate(shares))
     return out if len(out) > 1 else out[0]
+
+
+@ray.remote(num_cpus=0)
+def run_beside(fn, args: tuple) -> SideOutcome:
+    """``fn(*args)`` in a worker process (RayExecutor.beside); a user error comes back in the
+    SideOutcome, not as a Ray task error (whose message is a remote traceback)."""
+    return SideOutcome.of(fn, args)
+
+
+class Beside:
+    """A side task started by RayExecutor.beside: ``done()`` without waiting, ``result()`` (waits,
+    with the GIL released: the caller's other threads run on)."""
+
+    def __init__(self, ref):
+        self.ref = ref
+
+    def done(self) -> bool:
+        ready, _ = ray.wait([self.ref], timeout=0)
+        return bool(ready)
+
+    def result(self):
+        """fn's value, or the user error it raised; a lost worker raises Ray's error."""
+        return ray.get(self.ref).result()
 
 
 class RayExecutor:
@@ -358,6 +381,15 @@ class RayExecutor:
         if len(submitted) == len(refs):  # each synthesis task holds its own share's ref until it runs
             del self._shares[work.proof_id]
         return refs[work.partition]
+
+    def beside(self, fn, *args, name: str) -> Beside:
+        """``fn(*args)`` in a task of its own on the driver's node (where the files are), taking no
+        CPU from the pool's accounting (seconds of work, not a partition): for the engine's owner
+        to keep its own threads free of work that holds the GIL for long, such as a 32 GiB C1's
+        json.loads (~1 s at once) in the service's engine actor, where it froze the loop and every
+        request meanwhile. ``name``: the task's name (the dashboard, ray.util.state)."""
+        return Beside(run_beside.options(
+            name=name, scheduling_strategy=NodeAffinitySchedulingStrategy(self._node, soft=False)).remote(fn, args))
 
     def can_submit(self) -> bool:
         """A prover actor is up (not restarting, not dead)."""

@@ -152,6 +152,35 @@ class SplitShare:
     split_s: float | None
 
 
+@dataclass(frozen=True)
+class SideOutcome:
+    """What a side task (Engine.beside) came back with: its value, or the user error it raised
+    (a bad input file: re-raised where its result is asked for, with its one-line message)."""
+
+    value: object = None
+    error: BaseException | None = None
+
+    @classmethod
+    def of(cls, fn, args: tuple) -> SideOutcome:
+        """``fn(*args)`` run here: its value, or the user error (errors.user_errors, OSError) it raised."""
+        from ..errors import user_errors
+
+        try:
+            return cls(fn(*args))
+        except (*user_errors(), OSError) as e:
+            return cls(error=e)
+
+    def done(self) -> bool:
+        """Always: it has run (the local engine's side tasks run at once)."""
+        return True
+
+    def result(self):
+        """The value, or the error raised."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 @dataclass
 class PartitionOutcome:
     """What proving one partition returns (the worker fills the proof, the actor or the local

@@ -9,10 +9,11 @@ Every refusal is a models.ServiceError naming the field (``circuit.partitions=10
 from __future__ import annotations
 
 import os
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from ..circuits.filecoin import c1_proof_type
 from ..errors import user_errors
 from ..locks import check_unlocked, hold_lock
 from ..outputs import LOCK, LOCK_ADVICE
@@ -33,17 +34,22 @@ class Accepted(NamedTuple):
 
 
 def check_request(circuit: dict, cfg: dict, settings, roots: Iterable[Path], key_only: bool = False,
-                  resident: Container[str] = (), vram: int | None = None) -> Accepted:
+                  resident: Container[str] = (), vram: int | None = None,
+                  read_c1: Callable[[str], str] | None = None) -> Accepted:
     """The key and partitions of a request's (parsed, resolved) circuit, or the ServiceError that
     refuses it: Forbidden for a path outside ``roots``; Invalid for a file that is not a regular
     file or not well formed, a size the batch job refuses, more than PARTITIONS_MAX partitions,
     or a key (not in ``resident``) whose preflight does not fit this machine (``vram``: the room
-    the prover pool measured, Engine.device_room; None: this process's GPU, if any)."""
+    the prover pool measured, Engine.device_room; None: this process's GPU, if any). ``read_c1``:
+    what reads a filecoin-c2 request's C1 the first time (circuits.filecoin.c1_proof_type's
+    ``read``; None: here)."""
     check_paths(circuit, tuple(roots))
     params = circuit.get("params") if circuit["kind"] == "filecoin-c2" else None
     if params and not confined(params, tuple(roots)):
         raise Forbidden(f"circuit.params={params}: outside service.input_roots ({', '.join(map(str, roots))})")
     try:
+        if circuit["kind"] == "filecoin-c2":  # read once, by read_c1; the checks below find it remembered
+            c1_proof_type(circuit["c1"], read_c1)
         kid = key_id(circuit, cfg["setup_seed"])
         if circuit["kind"] in ("porep", "filecoin-c2"):  # filecoin-c2: the C1 read, naming a bad field
             partitions = check_partitions(key_circuit(circuit).partitions)

@@ -12,7 +12,8 @@ that drives it.
                            least-recently-used under service.key_budget);
                            step the scheduler; write each verified partition into
                            output_dir/<proof_id>/ (outputs.OutputDir); finish proofs (manifest
-                           last, then the store); the watchdog: work that cannot run for
+                           last, then the store; a filecoin-c2 proof once its MultiProof, made
+                           by a side task of the pool, is on disk); the watchdog: work that cannot run for
                            watchdog_s (no CPU for synthesis, no prover left) fails the proofs
                            it holds, in one line, and the rest goes on
 
@@ -21,6 +22,11 @@ priority, then arrival) has been; the head of the queue waiting for its key to l
 the budget is made when busy keys drain) holds back the proofs behind it. The scheduler orders
 what it was handed by (priority, arrival, partition), whatever the key, and sends each partition
 to a prover that holds its key (engines.ray_executor.RayExecutor).
+
+Work that holds the GIL for long runs in side tasks of the pool (Engine.beside: a Ray task on
+this node), not in this process: a filecoin-c2 request's C1 read (json.loads of 38.6 MB at 32 GiB:
+~1 s without a pause) and its MultiProof (the C1 again, ten pairing checks). Here they froze the
+loop and every request meanwhile.
 
 Ray is not imported here: the engines import it (engines.ray_executor), the actor wraps this.
 """
@@ -37,6 +43,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..circuits.filecoin import check_c1_file
 from ..engines import Engine
 from ..engines.admission import HostBudget, parse_bytes
 from ..engines.settings import EngineSettings
@@ -131,6 +138,7 @@ class ProvingService:
         self._pending: list[tuple[int, int, str]] = []  # heap of (priority, seq, proof_id): accepted, not fed
         self._records: dict[str, ProofRecord] = {}  # the pending proofs' records
         self._fed: dict[str, Fed] = {}
+        self._sealing: dict[str, tuple[Fed, object]] = {}  # proof id -> (its Fed, the side task making its MultiProof)
         self._loads: list[tuple[str, dict]] = []  # preloads asked for: (key_id, circuit)
         self._loading: str | None = None  # the key being made resident (one at a time, in its own thread)
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -149,9 +157,10 @@ class ProvingService:
         self._wake.set()
         self._thread.join(timeout=60)
         with self._lock:
-            for f in self._fed.values():
-                f.out.close()
+            for f in [*self._fed.values(), *(f for f, _ in self._sealing.values())]:
+                f.out.close()  # (a MultiProof being made is made again on restart: its partitions are all on disk)
             self._fed.clear()
+            self._sealing.clear()
             for kid in list(self.keys.keys):
                 self._evict(kid, "service stopping")
             if self.engine is not None:
@@ -232,6 +241,8 @@ class ProvingService:
                 del self._records[proof_id]
                 self._pending = [p for p in self._pending if p[2] != proof_id]
                 heapq.heapify(self._pending)
+            elif proof_id in self._sealing:  # every partition verified: its MultiProof is being made
+                raise Conflict(f"proof {proof_id} is done: only a queued or running proof can be cancelled")
             elif proof_id in self._fed:
                 f = self._fed[proof_id]
                 sched = self.engine.scheduler
@@ -321,7 +332,16 @@ class ProvingService:
         with self._lock:
             resident = set(self.keys.keys)
         return check_request(circuit, self.cfg, self.settings, self.paths.input_roots, key_only, resident,
-                             self.vram_room)
+                             self.vram_room, read_c1=self._read_c1)
+
+    def _read_c1(self, path: str) -> str:
+        """A request's C1 read and checked (check_c1_file) in a side task of the prover pool, not in
+        this process: json.loads of a 32 GiB C1 holds the GIL for ~1 s at once, which froze the
+        loop and every other request (one read per C1: c1_proof_type remembers it)."""
+        engine = self.engine
+        if engine is None:  # the pool is not up yet: read here
+            return check_c1_file(path)
+        return engine.beside(check_c1_file, path, name=f"c1-check:{os.path.basename(path)}").result()
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -371,7 +391,7 @@ class ProvingService:
         self._do_loads()
         self._feed()
         self._publish_metrics()
-        if not self._fed or self.engine is None:
+        if (not self._fed and not self._sealing) or self.engine is None:
             self._wake.wait(IDLE_WAIT_S)
             self._wake.clear()
             return
@@ -382,6 +402,7 @@ class ProvingService:
                 self._written(res)
             self._watchdog(sched)
             self._sync()
+            self._sealed()
 
     def _watchdog(self, sched) -> None:
         """The batch job's rule in the loop: work that cannot run for watchdog_s (the executor
@@ -529,7 +550,7 @@ class ProvingService:
             log.info("proof %s: %d of %d partition(s) already on disk (%s), proving %d", pid, len(out.entries),
                      rec.partitions, out.path, len(left))
         if not left:
-            self._finish(f, ProofState.DONE)
+            self._done(f)
             return
         if c["kind"] == "snarkjs":
             index = rec.seq
@@ -564,21 +585,45 @@ class ProvingService:
                 self.store.set_state(pid, ProofState.RUNNING)
                 self._log_change(self.store.get(pid), f.state)
                 f.state = ProofState.RUNNING
-            elif st.state in (ProofState.DONE, ProofState.FAILED):
+            elif st.state is ProofState.DONE:
+                sched.forget(pid)
+                self._done(f)
+            elif st.state is ProofState.FAILED:
                 sched.forget(pid)
                 self._finish(f, st.state, st.error)
 
-    def _finish(self, f: Fed, state: ProofState, error: str | None = None) -> None:
-        """The manifest first (manifest.json when done), then the store."""
+    def _done(self, f: Fed) -> None:
+        """A proof with every partition verified and on disk: finished now, or, for a filecoin-c2
+        proof, once its MultiProof is made (the C1 read, ten pairing checks: ~2 s at 32 GiB, which
+        held the loop and the lock) by a side task of the pool (_sealed)."""
+        rk = self.keys.keys.get(f.key_id)
+        if f.record.circuit["kind"] != "filecoin-c2" or rk is None:
+            self._finish(f, ProofState.DONE)
+            return
+        pid = f.record.proof_id
+        self._fed.pop(pid, None)
+        c1 = rk.circuit.for_c1(f.record.circuit["c1"])  # the MultiProof, verified against the C1, written
+        self._sealing[pid] = (f, self.engine.beside(c1.write_seal_proofs, f.out.path, f.out.entries, (pid,),
+                                                    name=f"seal-proof:{pid}"))
+
+    def _sealed(self) -> None:
+        """Finish the proofs whose MultiProof came back (or failed: the proof fails, naming why)."""
+        for pid, (f, job) in list(self._sealing.items()):
+            if not job.done():
+                continue
+            del self._sealing[pid]
+            try:
+                seal, error = job.result(), None
+            except Exception as e:  # noqa: BLE001  a bad C1 (user error), or the task's worker lost
+                seal, error = None, f"MultiProof: {one_line(message(e))}"
+            self._finish(f, ProofState.FAILED if error else ProofState.DONE, error, seal)
+
+    def _finish(self, f: Fed, state: ProofState, error: str | None = None, seal: dict | None = None) -> None:
+        """The manifest first (manifest.json when done; ``seal``: its MultiProof's record), then the store."""
         pid = f.record.proof_id
         self._fed.pop(pid, None)
         try:
-            info = self._info(f)
-            rk = self.keys.keys.get(f.key_id)
-            if state is ProofState.DONE and rk is not None and f.record.circuit["kind"] == "filecoin-c2":
-                c1 = rk.circuit.for_c1(f.record.circuit["c1"])  # the MultiProof, verified against the C1, written
-                info.update(c1.write_seal_proofs(f.out.path, f.out.entries, (pid,)))
-            f.out.finish(info, {pid: error} if state is ProofState.FAILED else {})
+            f.out.finish({**self._info(f), **(seal or {})}, {pid: error} if state is ProofState.FAILED else {})
         except (*user_errors(), OSError) as e:
             state, error = ProofState.FAILED, f"output_dir: {one_line(message(e))}"
         finally:
