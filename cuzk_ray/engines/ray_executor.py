@@ -151,7 +151,6 @@ def synthesize_partition(spec: dict, proof_id: str, circuit_id: str, synth_fn=No
     return to_record_batch(Partition(proof_id, spec["partition"], circuit_id, witness, extra))
 
 
-
 @ray.remote(num_cpus=1)
 def split_proof_inputs(spec: dict):
     """Each partition's share of the input a proof's spec names, one Ray object per partition
