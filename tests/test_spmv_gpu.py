@@ -74,6 +74,37 @@ def test_spmv_matches_matvec(n_rows, n_cols, nnz, fast):
             assert not cp.array_equal(out, out2)
 
 
+@pytest.mark.parametrize("long_row", [None, 0, 16])
+@pytest.mark.parametrize("fast", [True, False])
+def test_long_rows_summed_by_a_warp_match_matvec(long_row, fast, monkeypatch):
+    """Rows of 0-2000 terms, those above long_row summed a warp each (spmv_csr_long), the rest a
+    thread each, bit for bit the CPU matvec; None: every row a thread (the kernel as it was)."""
+    monkeypatch.setattr(cuda_spmv, "LONG_ROW", long_row)
+    monkeypatch.setattr(cuda_spmv, "LONG_ROWS_CHUNK", 1000)  # the listing across chunk edges
+    rng = random.Random(SEED + 2000 + (long_row or 0))
+    lengths = [rng.choice([0, 1, 2, 3, 16, 17, 31, 32, 33, 64, 65, 255, 929, 2000]) for _ in range(3000)]
+    rows, cols, vals = [], [], []
+    pick = [lambda: 1, lambda: R_MOD - 1, lambda: 1 << rng.randrange(255), lambda: rng.randrange(R_MOD)]
+    for i, k in enumerate(lengths):
+        rows += [i] * k
+        cols += [rng.randrange(700) for _ in range(k)]
+        vals += [rng.choice(pick)() for _ in range(k)]
+    m = CsrMatrix.from_coo(rows, cols, vals, len(lengths), 700)
+    xs = [rng.randrange(R_MOD) for _ in range(700)]
+    dm = cuda_spmv.DeviceCsr.upload(m)
+    want_long = [] if long_row is None else [i for i, k in enumerate(lengths) if k > long_row]
+    assert cp.asnumpy(dm.long_rows).tolist() == want_long
+    out = cp.full((len(lengths) + 3, 4), 7, dtype=cp.uint64)  # garbage: every row must be written
+    dm.matvec_into(out, cp.asarray(fr_to_limbs(xs)), copy_rows=2, fast=fast)
+    got = list(limbs_to_ints(cp.asnumpy(out)))
+    assert got == list(m.matvec(np.array(xs, dtype=object))) + xs[:2] + [0], f"seed {SEED}"
+    x2 = list(xs)  # negative: a changed input changes a long row's sum
+    x2[int(m.indices[m.indptr[lengths.index(2000)]])] += 1
+    out2 = cp.zeros_like(out)
+    dm.matvec_into(out2, cp.asarray(fr_to_limbs([v % R_MOD for v in x2])), copy_rows=2, fast=fast)
+    assert not cp.array_equal(out, out2)
+
+
 def test_spmv_rejects_short_buffers():
     m = random_matrix(random.Random(1), 10, 10, 20)
     dm = cuda_spmv.DeviceCsr.upload(m)

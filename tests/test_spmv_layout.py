@@ -7,28 +7,38 @@ import random
 import numpy as np
 import pytest
 
-from cuzk_ray.cuda.spmv import csr_layout, transpose_layout
+from cuzk_ray.cuda import spmv
+from cuzk_ray.cuda.spmv import csr_layout, long_rows, transpose_layout
 from cuzk_ray.field import R_MOD, fr_to_limbs, limbs_to_ints
 from cuzk_ray.r1cs import CODE_MINUS_ONE, CODE_ONE, SMALL, CsrMatrix, coefficient_codes
 
 
-def kernel_model(indptr, entries, table, x, rows, n, copy_rows=0, fast=True):
-    """What spmv_csr computes, in Python ints (table in standard form here)."""
+def kernel_model(indptr, entries, table, x, rows, n, copy_rows=0, fast=True, long_row=None):
+    """What spmv_csr and spmv_csr_long compute, in Python ints (table in standard form here): a
+    row of more than ``long_row`` terms (listed by cuda.spmv.long_rows) as the warp's 32 lanes
+    sum it, lane l taking terms l, l + 32, ..., the rest as one thread does."""
     coef = limbs_to_ints(table)
-    out = []
+
+    def term(col, code):
+        if fast and code == CODE_ONE:
+            return x[col]
+        if fast and code == CODE_MINUS_ONE:
+            return -x[col]
+        return x[col] * coef[code]
+
+    out = [None] * n
     for i in range(n):
         if i < rows:
-            acc = 0
-            for col, code in entries[indptr[i] : indptr[i + 1]].tolist():
-                if fast and code == CODE_ONE:
-                    acc += x[col]
-                elif fast and code == CODE_MINUS_ONE:
-                    acc -= x[col]
-                else:
-                    acc += x[col] * coef[code]
-            out.append(acc % R_MOD)
+            terms = entries[indptr[i] : indptr[i + 1]].tolist()
+            if long_row is None or len(terms) <= long_row:
+                out[i] = sum(term(c, t) for c, t in terms) % R_MOD
         else:
-            out.append(int(x[i - rows]) if i - rows < copy_rows else 0)
+            out[i] = int(x[i - rows]) if i - rows < copy_rows else 0
+    for i in long_rows(np.asarray(indptr), rows, long_row, np).tolist():
+        lanes = [sum(term(c, t) for c, t in entries[indptr[i] + lane : indptr[i + 1] : 32].tolist()) % R_MOD
+                 for lane in range(32)]
+        assert out[i] is None  # written by one kernel only
+        out[i] = sum(lanes) % R_MOD
     return out
 
 
@@ -98,3 +108,24 @@ def test_transpose_layout(n_rows, n_cols, nnz, extra):
     for s in range(extra):
         want[s] += y[n_rows + s]
     assert got == [v % R_MOD for v in want]
+
+
+@pytest.mark.parametrize("long_row", [None, 0, 1, 16])
+def test_rows_split_between_a_thread_and_a_warp_give_matvec(long_row, monkeypatch):
+    """Rows of 0-929 terms (the 32 GiB A's longest), the long ones summed by lanes: matvec."""
+    monkeypatch.setattr(spmv, "LONG_ROWS_CHUNK", 7)  # the listing across chunk edges
+    rng = random.Random(929 + (long_row or 0))
+    lengths = [0, 1, 3, 16, 17, 31, 32, 33, 64, 65, 929, 2, 1, 0, 40]
+    rows, cols, vals = [], [], []
+    for i, k in enumerate(lengths):
+        rows += [i] * k
+        cols += [rng.randrange(50) for _ in range(k)]
+        vals += [rng.choice([1, R_MOD - 1, 2**k, rng.randrange(R_MOD)]) for _ in range(k)]
+    m = CsrMatrix.from_coo(rows, cols, vals, len(lengths), 50)
+    indptr, entries, table = csr_layout(m)
+    listed = long_rows(indptr, len(lengths), long_row, np)
+    want_listed = [] if long_row is None else [i for i, k in enumerate(lengths) if k > long_row]
+    assert listed.dtype == np.uint32 and listed.tolist() == want_listed
+    x = np.array([rng.randrange(R_MOD) for _ in range(50)], dtype=object)
+    got = kernel_model(indptr, entries, table, x, len(lengths), len(lengths) + 2, long_row=long_row)
+    assert got == list(m.matvec(x)) + [0, 0]

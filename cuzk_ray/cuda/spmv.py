@@ -37,8 +37,14 @@ from .device import launch as launch_kernel
 from .ntt import h_device_function
 
 MODULE = "spmv.cu"
-THREADS = 256
+THREADS = 256  # a multiple of 32: spmv_csr_long's warps each take one row
 FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for measurements)
+# Rows of more terms than this are summed a warp each (spmv_csr_long), the rest a thread each:
+# at 32 GiB the real PoRep circuit's A has 313 K rows of 17-929 terms among 130 M of 1-3, which
+# held the thread-per-row kernel's warps (8.4 % of its lanes busy). None: every row a thread
+# (the kernel as it was; for measurements).
+LONG_ROW: int | None = 16
+LONG_ROWS_CHUNK = 1 << 24  # rows measured at once when the long ones are listed (a 128 MiB temporary)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,7 +108,26 @@ def curve_of_system(cs: ConstraintSystem) -> str:
 def layout_bytes(m: Matrix) -> tuple[int, int]:
     """(resident bytes without the general-coefficient table, peak temporary bytes while uploading;
     none for a CodedCsr, uploaded as it is)."""
-    return (m.n_rows + 1) * 8 + m.nnz * 8, 0 if isinstance(m, CodedCsr) else m.nnz * (32 + 8 + 8 + 8)
+    # (+ the long rows' list: 4 bytes a row of more than LONG_ROW terms, 1.25 MB for the 32 GiB A,
+    # within the preflight's margin; listing them takes one chunk's lengths and mask at a time)
+    chunk = min(m.n_rows, LONG_ROWS_CHUNK) * (8 + 1 + 8) if LONG_ROW is not None else 0
+    return (m.n_rows + 1) * 8 + m.nnz * 8, max(chunk, 0 if isinstance(m, CodedCsr) else m.nnz * (32 + 8 + 8 + 8))
+
+
+def long_rows(indptr, n_rows: int, long_row: int | None, xp=None):
+    """The rows of more than ``long_row`` terms (uint32, ascending) of a CSR ``indptr`` (numpy or
+    cupy: ``xp``, default cupy), measured LONG_ROWS_CHUNK rows at a time; none for long_row None."""
+    xp = require_cupy() if xp is None else xp
+    if long_row is None or n_rows == 0:
+        return xp.zeros(0, dtype=xp.uint32)
+    if n_rows >= 2**32:
+        raise ValueError(f"spmv: {n_rows} rows; the long-row list indexes with 32 bits")
+    found = []
+    for start in range(0, n_rows, LONG_ROWS_CHUNK):
+        end = min(start + LONG_ROWS_CHUNK, n_rows)
+        lengths = indptr[start + 1 : end + 1] - indptr[start:end]
+        found.append((xp.flatnonzero(lengths > long_row) + start).astype(xp.uint32))
+    return xp.concatenate(found)
 
 
 class DeviceCsr:
@@ -112,6 +137,8 @@ class DeviceCsr:
         self.indptr, self.entries, self.table = indptr, entries, table_mont
         self.n_rows, self.n_cols = n_rows, n_cols
         self.curve = curve
+        self.long_row = LONG_ROW
+        self.long_rows = long_rows(indptr, n_rows, LONG_ROW)  # uint32: the rows spmv_csr_long sums
 
     @classmethod
     def upload(cls, m: Matrix, curve: str = DEFAULT_CURVE) -> DeviceCsr:
@@ -133,7 +160,7 @@ class DeviceCsr:
 
     @property
     def nbytes(self) -> int:
-        return self.indptr.nbytes + self.entries.nbytes + self.table.nbytes
+        return self.indptr.nbytes + self.entries.nbytes + self.table.nbytes + self.long_rows.nbytes
 
     def transposed(self, extra_rows: int = 0) -> DeviceCsr:
         """M'^T (see transpose_layout) sharing this matrix's table."""
@@ -150,9 +177,15 @@ class DeviceCsr:
         if n < self.n_rows + copy_rows or x.shape[0] < max(self.n_cols, copy_rows):
             raise ValueError(f"spmv: output {n} rows / input {x.shape[0]} rows too short for a "
                              f"{self.n_rows} x {self.n_cols} matrix (+{copy_rows} copied rows)")
-        fast = FAST if fast is None else fast
+        fast = np.int32(1 if (FAST if fast is None else fast) else 0)
+        every = np.uint64(2**64 - 1)  # no row is too long for a thread
         launch("spmv_csr", n, (out, self.indptr, self.entries, self.table, x, np.uint64(self.n_rows),
-                                np.uint64(n), np.uint64(copy_rows), np.int32(1 if fast else 0)), self.curve)
+                                np.uint64(n), np.uint64(copy_rows), fast,
+                                every if self.long_row is None else np.uint64(self.long_row)), self.curve)
+        count = int(self.long_rows.shape[0])
+        if count:
+            launch("spmv_csr_long", count * 32, (out, self.indptr, self.entries, self.table, x, self.long_rows,
+                                                  np.uint64(count), fast), self.curve)
 
 
 # c = a * b on the device for every circuit, a stored C neither uploaded nor multiplied: for a

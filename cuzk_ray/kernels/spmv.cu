@@ -17,30 +17,67 @@
 
 typedef fr_t F;
 
+// One row's terms from entry `e` on, every `step`-th, summed (the thread-per-row kernel: step 1;
+// the warp-per-row one: a lane's share, step 32). Per term: an 8-byte entry load, a 32-byte gather
+// of x, then an add (code 0), a sub (code 1) or one Fr mul by the table row (with `fast` unset: a
+// mul for every code).
+__device__ __forceinline__ F row_terms(const uint2* entries, const u32* table, const u32* x, u64 e, u64 end,
+                                       u64 step, int fast) {
+    F acc = F::zero();
+    for (; e < end; e += step) {
+        const uint2 ent = entries[e];
+        const F v = load<fr_params>(x, ent.x);
+        if (fast && ent.y == 0)
+            acc = acc + v;
+        else if (fast && ent.y == 1)
+            acc = acc - v;
+        else
+            acc = acc + v * load<fr_params>(table, ent.y);
+    }
+    return acc;
+}
+
 // out[i] for i < n: row i of the matrix times x for i < rows; x[i - rows] for rows <= i < rows +
 // copy_rows (the QAP's public-input rows of A: a_(m+s) = w_s); 0 above (domain padding).
-// One thread per row; rows are short in R1CS (1-3 terms, 32 for a packing row).
+// One thread per row; rows are short in R1CS (1-3 terms). Rows of more than `long_row` terms
+// are left alone (not written): spmv_csr_long sums them a warp each. Why: a thread's warp waits
+// for its longest row; at 32 GiB the real circuit's A has rows of up to 929 terms every few rows
+// (packings, MultiEq), which kept 8.4 % of the lanes busy (115 M warp steps for 309 M terms; with
+// rows above 16 terms split off, ~8 M here + ~4 M in spmv_csr_long).
 extern "C" __global__ void spmv_csr(u32* out, const u64* indptr, const uint2* entries, const u32* table,
-                                    const u32* x, u64 rows, u64 n, u64 copy_rows, int fast) {
+                                    const u32* x, u64 rows, u64 n, u64 copy_rows, int fast, u64 long_row) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     F acc = F::zero();
     if (i < rows) {
-        const u64 end = indptr[i + 1];
-        for (u64 e = indptr[i]; e < end; e++) {
-            const uint2 ent = entries[e];
-            const F v = load<fr_params>(x, ent.x);
-            if (fast && ent.y == 0)
-                acc = acc + v;
-            else if (fast && ent.y == 1)
-                acc = acc - v;
-            else
-                acc = acc + v * load<fr_params>(table, ent.y);
-        }
+        const u64 start = indptr[i], end = indptr[i + 1];
+        if (end - start > long_row) return;  // spmv_csr_long's
+        acc = row_terms(entries, table, x, start, end, 1, fast);
     } else if (i - rows < copy_rows) {
         acc = load<fr_params>(x, i - rows);
     }
     store(out, i, acc);
+}
+
+// out[r] for the `count` rows r listed in long_rows (those spmv_csr leaves: more than its
+// long_row terms), one warp per row: lane l sums terms l, l + 32, ..., then the 32 partial sums
+// are added by shuffles (5 rounds of 8 words and an Fr add). The block size is a multiple of 32,
+// so a warp's lanes share their row. Field addition is exact: the same value as one thread's sum.
+extern "C" __global__ void spmv_csr_long(u32* out, const u64* indptr, const uint2* entries, const u32* table,
+                                         const u32* x, const u32* long_rows, u64 count, int fast) {
+    const u64 w = ((u64)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const u32 lane = threadIdx.x & 31;
+    if (w >= count) return;  // the whole warp
+    const u64 row = long_rows[w];
+    F acc = row_terms(entries, table, x, indptr[row] + lane, indptr[row + 1], 32, fast);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        F other;
+#pragma unroll
+        for (int k = 0; k < F::N; k++) other.v[k] = __shfl_down_sync(0xffffffffu, acc.v[k], off);
+        acc = acc + other;
+    }
+    if (lane == 0) store(out, row, acc);
 }
 
 // c = a * b on n elements, all standard form (c = A.w * B.w when C is not stored). 2 mul.

@@ -1,0 +1,109 @@
+"""a, b = A.w, B.w of the real PoRep partition circuit on the GPU (cuda/spmv.py), with the rows of
+more than LONG_ROW terms summed a warp each (spmv_csr_long) and with every row a thread (the
+kernel before, LONG_ROW = None); then h from the witness with bellperson's H (the engine's
+"gpu.h" section: a, b, c, then H). Both ways must give the same a, b and h, bit for bit.
+
+    python jobs/bench_spmv_filecoin.py --cache-dir DIR [--sector-size 32GiB] [--runs 5]
+
+The matrices come from the partition cache under DIR (bench_filecoin_c2.py --cache-dir: made by
+jobs/gpu_issue30.sh), memory-mapped (digests not checked again); the witness is random field
+elements (the products' time does not depend on the values; the witness does not satisfy the
+circuit, which the products do not need; h is then 0, since c = a b on the device, so the check
+that counts is a's and b's). Prints a table of medians (ms); exit 1 if the ways differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def random_witness(cp, n: int, seed: int):
+    """n pseudo-random Fr elements below r, standard form, as a checked FrVector on the device
+    (uint64[n, 4]: a multiplicative hash of the index, the top limb reduced below r's)."""
+    from cuzk_ray.cuda.device import check_fr
+    from cuzk_ray.field import R_MOD
+
+    x = cp.arange(n * 4, dtype=cp.uint64) + cp.uint64(seed)
+    x *= cp.uint64(0x9E3779B97F4A7C15)
+    x ^= x >> cp.uint64(31)
+    x *= cp.uint64(0xBF58476D1CE4E5B9)
+    w = x.reshape(n, 4)
+    w[:, 3] %= cp.uint64(R_MOD >> 192)
+    return check_fr(w, "witness")
+
+
+def median_ms(cp, fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        fn()
+        cp.cuda.Device().synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def measure(cp, cs, w, n: int, long_row: int | None, runs: int) -> tuple:
+    """(a, b, h) with the matrices uploaded for ``long_row`` (cuda.spmv.LONG_ROW), after timing
+    A.w, B.w and h from the witness; prints the table's row."""
+    from cuzk_ray.cuda import spmv as cuda_spmv
+
+    cuda_spmv.LONG_ROW = long_row
+    dcs = cuda_spmv.DeviceConstraintSystem(cs)
+    out = cp.empty((n, 4), dtype=cp.uint64)
+    a_ms = median_ms(cp, lambda: dcs.A.matvec_into(out, w.limbs), runs)
+    a = out.copy()
+    b_ms = median_ms(cp, lambda: dcs.B.matvec_into(out, w.limbs), runs)
+    b = out.copy()
+    h_ms = median_ms(cp, lambda: cuda_spmv.h_from_witness(dcs, w, qap="bellperson"), runs)
+    h = cuda_spmv.h_from_witness(dcs, w, qap="bellperson").copy()
+    label = "all" if long_row is None else f"<= {long_row} terms"
+    print(f"| {label} | {int(dcs.A.long_rows.shape[0])} | {a_ms:.2f} | {b_ms:.2f} | {h_ms:.2f} |", flush=True)
+    return a, b, h
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--sector-size", default="32GiB")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+
+    from cuzk_ray.cuda import spmv as cuda_spmv
+    from cuzk_ray.filecoin.circuit.partition_cache import cache_paths
+    from cuzk_ray.filecoin.circuit.partition_record import load_partition_recording
+    from cuzk_ray.filecoin.registry import registered_seal_proof
+    from cuzk_ray.kernels.loader import require_cupy
+    from cuzk_ray.ref.bellperson_qap import bellperson_domain
+
+    cp = require_cupy()
+    config = registered_seal_proof(f"StackedDrg{args.sector_size}V1_1").config
+    t0 = time.perf_counter()
+    cs = load_partition_recording(cache_paths(args.cache_dir, config).recording, verify_hashes=False,
+                                  check_density=False).cs
+    n = bellperson_domain(cs.n_constraints).n
+    print(f"recording: {cs.n_constraints} constraints, {cs.n_wires} wires, nnz A {cs.A.nnz} B {cs.B.nnz}, "
+          f"domain {n} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    w = random_witness(cp, cs.n_wires, 7)
+    print("| rows of a thread | long rows (A) | A.w ms | B.w ms | h from the witness ms |")
+    print("|---|---:|---:|---:|---:|")
+    results, ok = {}, True
+    for long_row in (None, cuda_spmv.LONG_ROW or 16):
+        results[long_row] = measure(cp, cs, w, n, long_row, args.runs)
+        cp.get_default_memory_pool().free_all_blocks()
+    (a0, b0, h0), (a1, b1, h1) = results.values()
+    for name, x, y in (("a", a0, a1), ("b", b0, b1), ("h", h0, h1)):
+        same = bool(cp.array_equal(x, y))
+        ok &= same
+        print(f"{name}: {'equal' if same else 'DIFFERENT'} both ways")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
