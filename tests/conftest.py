@@ -88,3 +88,25 @@ def ray_local():
              _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def partition_cache_2k(tmp_path_factory):
+    """A cache dir whose ``partitions/`` holds the real 2 KiB PoRep partition circuit's partition
+    cache (recording, witness tape, replay plan of StackedDrg2KiBV1_1, variant "stacked"), made by
+    ``c2.circuit_setup`` on an empty dir: the blank synthesis of 2.69M constraints takes ~14 s on
+    2 cores, and test_filecoin_c2_real, test_filecoin_partition_cache and test_synthesis_memory each
+    need the same one, so it is made once per session. Read-only: take a copy
+    (copy_partition_cache) to prove with, add keys beside it or alter its files."""
+    from cuzk_ray.filecoin import c2, registry
+
+    folder = tmp_path_factory.mktemp("partition-cache-2k")
+    c2.circuit_setup(registry.registered_seal_proof("StackedDrg2KiBV1_1"), folder, "stacked")
+    return folder
+
+
+def copy_partition_cache(partition_cache: Path, cache_dir: Path) -> Path:
+    """``cache_dir`` (made if missing) with its own copy of ``partition_cache``'s ``partitions/``
+    (0.35 GB, ~0.1 s): what a test may change without touching the session's."""
+    shutil.copytree(partition_cache / "partitions", cache_dir / "partitions")
+    return cache_dir
