@@ -110,3 +110,22 @@ def copy_partition_cache(partition_cache: Path, cache_dir: Path) -> Path:
     (0.35 GB, ~0.1 s): what a test may change without touching the session's."""
     shutil.copytree(partition_cache / "partitions", cache_dir / "partitions")
     return cache_dir
+
+
+@pytest.fixture(scope="session")
+def c1s_32g(tmp_path_factory):
+    """A folder with two consistent 32 GiB C1 files (c1_synthetic; 38.6 MB of JSON each): a.json of
+    sector 77, b.json of sector 78 (prover id 7, zero ticket and seed). ~2.7 s each to make and
+    write; test_filecoin_split and test_cluster prove the same pair, so it is made once per session.
+    Read-only."""
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic, registry
+    from cuzk_ray.filecoin.c1 import write_c1
+
+    folder = tmp_path_factory.mktemp("c1s-32g")
+    proof = registry.registered_seal_proof("StackedDrg32GiBV1_1")
+    for name, sector in (("a", 77), ("b", 78)):
+        write_c1(c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", sector, bytes(32), bytes(32),
+                                           np.random.default_rng(sector)), folder / f"{name}.json")
+    return folder
