@@ -88,3 +88,44 @@ def ray_local():
              _node_ip_address="127.0.0.1", runtime_env={"env_vars": {"PYTHONPATH": os.getcwd()}})
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def partition_cache_2k(tmp_path_factory):
+    """A cache dir whose ``partitions/`` holds the real 2 KiB PoRep partition circuit's partition
+    cache (recording, witness tape, replay plan of StackedDrg2KiBV1_1, variant "stacked"), made by
+    ``c2.circuit_setup`` on an empty dir: the blank synthesis of 2.69M constraints takes ~14 s on
+    2 cores, and test_filecoin_c2_real, test_filecoin_partition_cache and test_synthesis_memory each
+    need the same one, so it is made once per session. Read-only: take a copy
+    (copy_partition_cache) to prove with, add keys beside it or alter its files."""
+    from cuzk_ray.filecoin import c2, registry
+
+    folder = tmp_path_factory.mktemp("partition-cache-2k")
+    c2.circuit_setup(registry.registered_seal_proof("StackedDrg2KiBV1_1"), folder, "stacked")
+    return folder
+
+
+def copy_partition_cache(partition_cache: Path, cache_dir: Path) -> Path:
+    """``cache_dir`` (made if missing) with its own copy of ``partition_cache``'s ``partitions/``
+    (0.35 GB, ~0.1 s): what a test may change without touching the session's."""
+    shutil.copytree(partition_cache / "partitions", cache_dir / "partitions")
+    return cache_dir
+
+
+@pytest.fixture(scope="session")
+def c1s_32g(tmp_path_factory):
+    """A folder with two consistent 32 GiB C1 files (c1_synthetic; 38.6 MB of JSON each): a.json of
+    sector 77, b.json of sector 78 (prover id 7, zero ticket and seed). ~2.7 s each to make and
+    write; test_filecoin_split and test_cluster prove the same pair, so it is made once per session.
+    Read-only."""
+    import numpy as np
+
+    from cuzk_ray.filecoin import c1_synthetic, registry
+    from cuzk_ray.filecoin.c1 import write_c1
+
+    folder = tmp_path_factory.mktemp("c1s-32g")
+    proof = registry.registered_seal_proof("StackedDrg32GiBV1_1")
+    for name, sector in (("a", 77), ("b", 78)):
+        write_c1(c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", sector, bytes(32), bytes(32),
+                                           np.random.default_rng(sector)), folder / f"{name}.json")
+    return folder

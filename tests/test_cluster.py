@@ -86,24 +86,18 @@ def test_ray_job_submit_runs_the_same_job(cluster, tmp_path):
     assert len(entries) == 4 and all(e["verified"] for e in entries)
 
 
-def test_filecoin_synthesis_is_spread_over_the_cluster(cluster, tmp_path):
+def test_filecoin_synthesis_is_spread_over_the_cluster(cluster, c1s_32g, tmp_path):
     """A Filecoin run on a cluster: each C1 is read once on the driver's node (its split task) and
     its partitions' shares go to synthesis tasks spread over both nodes, which read no file; two
     consistent 32 GiB C1s (10 partitions each, the ``inputs`` stand-in circuit), each MultiProof
     verified against its own C1 by the job and refused against the other's here."""
-    import numpy as np
 
-    from cuzk_ray.filecoin import c1_synthetic, c2, registry
-    from cuzk_ray.filecoin.c1 import read_c1, write_c1
+    from cuzk_ray.filecoin import c2
+    from cuzk_ray.filecoin.c1 import read_c1
     from cuzk_ray.filecoin.params import read_vk
     from cuzk_ray.filecoin.proofs import multiproof_from_bytes
 
-    folder = tmp_path / "c1s"
-    folder.mkdir()
-    proof = registry.registered_seal_proof("StackedDrg32GiBV1_1")
-    for name, sector in (("a", 77), ("b", 78)):
-        write_c1(c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", sector, bytes(32), bytes(32),
-                                           np.random.default_rng(sector)), folder / f"{name}.json")
+    folder = c1s_32g  # a.json, b.json: sectors 77 and 78 (conftest)
     out = tmp_path / "out"
     env = dict(cluster.env, RAY_ADDRESS=cluster.address)
     r = subprocess.run([sys.executable, str(ROOT / "jobs" / "prove.py"), "circuit=filecoin", f"circuit.c1={folder}",

@@ -4,14 +4,17 @@ development .params made here (~10.2M G1 + 0.69M G2 points: fast/fixed_base.py) 
 that ``cuzk-ray filecoin verify`` accepts, and refuses with another comm_r or another seed (the
 public inputs the verifier derives from the sector, not the prover's).
 
-The expensive part (seal, partition cache, key, proof: ~4 minutes on the 2-core dev box) is one
-module fixture; the checks after it take well under a second each. tests/test_filecoin_c2.py
-covers the command's other paths on the ~400-constraint stand-in.
+The expensive part (seal, key, proof: ~3.5 minutes on the 2-core dev box) is one module fixture;
+the checks after it take well under a second each. The partition cache c2 reads is a copy of the
+session's (conftest.partition_cache_2k: c2.circuit_setup on an empty dir, the cache-miss path;
+tests/test_filecoin_partition_cache.py checks it). tests/test_filecoin_c2.py covers the command's
+other paths on the ~400-constraint stand-in.
 """
 
 from __future__ import annotations
 
 import pytest
+from conftest import copy_partition_cache
 
 from cuzk_ray.filecoin import c2, fr32, registry, seal
 from cuzk_ray.filecoin.c1 import read_c1, write_c1
@@ -22,16 +25,17 @@ PROOF = "StackedDrg2KiBV1_1"
 
 
 @pytest.fixture(scope="module")
-def proved(tmp_path_factory):
+def proved(tmp_path_factory, partition_cache_2k):
     """(C1 path, MultiProof path, dev .vk path) of a sealed 2 KiB sector proved by ``filecoin c2``
-    with the real partition circuit and a development key made in this module's tmp dir."""
+    with the real partition circuit (a copy of the session's partition cache) and a development key
+    made in this module's tmp dir."""
     root = tmp_path_factory.mktemp("c2-real")
     piece = bytearray(fr32.unpadded_size(2048))
     piece[:4] = b"cuzk"
     proof = registry.registered_seal_proof(PROOF)
     sector = seal.seal_sector(bytes(piece), proof, PROVER_ID, SECTOR_ID, TICKET)
     write_c1(seal.commit_phase1(sector, SEED), root / "c1.json")
-    cache, out = root / "cache", root / "proof.bin"
+    cache, out = copy_partition_cache(partition_cache_2k, root / "cache"), root / "proof.bin"
     assert main(["c2", str(root / "c1.json"), "--variant", "stacked", "--cache-dir", str(cache), "--backend", "cpu",
                  "-o", str(out)]) == 0
     setup = c2.circuit_setup(proof, cache, "stacked")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import copy_partition_cache
 from test_filecoin_stacked_circuit import sealed_2k, tampered_label  # noqa: F401
 
 from cuzk_ray.circuits.filecoin import split_c1, synthesize_partition, with_share
@@ -43,13 +44,15 @@ CONFIG_2K = PROOF_2K.config
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("fc-cache")
+def cache_dir(tmp_path_factory, partition_cache_2k):
+    """This module's copy of the session's 2 KiB partition cache (conftest.partition_cache_2k: one
+    blank synthesis by c2.circuit_setup on an empty dir): the tests below alter its files."""
+    return copy_partition_cache(partition_cache_2k, tmp_path_factory.mktemp("fc-cache"))
 
 
 @pytest.fixture(scope="module")
 def setup_2k(cache_dir):
-    """c2's setup of the real 2 KiB circuit: the partition cache made here (one synthesis)."""
+    """c2's setup of the real 2 KiB circuit, read from the partition cache (every digest checked)."""
     return c2.circuit_setup(PROOF_2K, cache_dir, "stacked")
 
 

@@ -3,11 +3,11 @@ and hands each partition's synthesis task its own share (C1Output.partition_shar
 Before, every synthesis task parsed the whole C1 for its one partition: at 32 GiB 38.6 MB of JSON,
 ~1.7-2.3 s of a ~3.5-4 s witness, ten times per sector.
 
-The engine test proves two consistent 32 GiB C1s (10 partitions each) with the ``inputs`` stand-in
-circuit (the real partition's 328 public inputs, ~1k constraints: circuit/inputs_standin.py), so
-that ten shares, not one, are split and matched to their partitions: a share given to the wrong
-partition would make a partition proof of the wrong challenges, which the MultiProof check against
-the C1's public inputs (derived by part 1's code) refuses.
+The engine test proves two consistent 32 GiB C1s (conftest.c1s_32g, 10 partitions each) with the
+``inputs`` stand-in circuit (the real partition's 328 public inputs, ~1k constraints:
+circuit/inputs_standin.py), so that ten shares, not one, are split and matched to their partitions:
+a share given to the wrong partition would make a partition proof of the wrong challenges, which
+the MultiProof check against the C1's public inputs (derived by part 1's code) refuses.
 """
 
 from __future__ import annotations
@@ -15,31 +15,16 @@ from __future__ import annotations
 import json
 import time
 
-import numpy as np
 import pytest
 
 from cuzk_ray.circuits.filecoin import split_c1
-from cuzk_ray.filecoin import c1_synthetic, c2, registry
-from cuzk_ray.filecoin.c1 import read_c1, write_c1
+from cuzk_ray.filecoin import c2
+from cuzk_ray.filecoin.c1 import read_c1
 from cuzk_ray.filecoin.circuit.stacked import stacked_circuit_from_c1
 
-PROOF_32G = "StackedDrg32GiBV1_1"
-PROVER_ID, TICKET, SEED = bytes(31) + b"\x07", bytes(32), bytes(32)
 
-
-@pytest.fixture(scope="module")
-def c1s(tmp_path_factory):
-    """Two consistent 32 GiB C1s (sectors 77 and 78) in one folder."""
-    folder = tmp_path_factory.mktemp("c1s-32g")
-    proof = registry.registered_seal_proof(PROOF_32G)
-    for name, sector in (("a", 77), ("b", 78)):
-        c1 = c1_synthetic.synthetic_c1(proof, PROVER_ID, sector, TICKET, SEED, np.random.default_rng(sector))
-        write_c1(c1, folder / f"{name}.json")
-    return folder
-
-
-def test_each_share_holds_its_partition_alone(c1s):
-    spec = {"kind": "filecoin", "c1": str(c1s / "a.json")}
+def test_each_share_holds_its_partition_alone(c1s_32g):
+    spec = {"kind": "filecoin", "c1": str(c1s_32g / "a.json")}
     c1 = read_c1(spec["c1"])
     shares = split_c1(spec)
     assert len(shares) == 10
@@ -53,7 +38,7 @@ def test_each_share_holds_its_partition_alone(c1s):
 
 
 @pytest.mark.ray
-def test_the_ray_engine_splits_each_c1_once_and_proves_its_multiproof(ray_local, c1s, tmp_path):
+def test_the_ray_engine_splits_each_c1_once_and_proves_its_multiproof(ray_local, c1s_32g, tmp_path):
     import ray
     from ray.util.state import list_tasks
 
@@ -62,7 +47,7 @@ def test_the_ray_engine_splits_each_c1_once_and_proves_its_multiproof(ray_local,
     from cuzk_ray.filecoin.proofs import multiproof_from_bytes
 
     out, cache = tmp_path / "run", tmp_path / "cache"
-    cfg = job.compose(["circuit=filecoin", f"circuit.c1={c1s}", "circuit.variant=inputs", "backend=cpu",
+    cfg = job.compose(["circuit=filecoin", f"circuit.c1={c1s_32g}", "circuit.variant=inputs", "backend=cpu",
                        "setup_backend=cpu", "engine=ray", "pw=2", f"cache_dir={cache}", f"output_dir={out}"])
     assert job.run(cfg) == 0
     manifest = json.loads((out / "manifest.json").read_text())
@@ -87,6 +72,6 @@ def test_the_ray_engine_splits_each_c1_once_and_proves_its_multiproof(ray_local,
 
     vk = read_vk(seals["a"]["vk"])
     proof_a = multiproof_from_bytes((out / seals["a"]["path"]).read_bytes())
-    c2.check_multiproof(vk, read_c1(c1s / "a.json"), proof_a)  # the positive twin
+    c2.check_multiproof(vk, read_c1(c1s_32g / "a.json"), proof_a)  # the positive twin
     with pytest.raises(ValueError, match=r"do not verify"):  # a's proof is no proof of sector b
-        c2.check_multiproof(vk, read_c1(c1s / "b.json"), proof_a)
+        c2.check_multiproof(vk, read_c1(c1s_32g / "b.json"), proof_a)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import copy_partition_cache
 
 from cuzk_ray.circuits import PorepCircuit, SnarkjsCircuit
 from cuzk_ray.field import R_MOD
@@ -79,9 +80,9 @@ def test_snarkjs_synthesis_bytes_bound_a_fresh_task(tmp_path, n):
     check_bounds(c.synthesis_bytes(), traced_peak(c.synth_spec(0, 0, 0)))
 
 
-def test_filecoin_synthesis_bytes_bound_a_fresh_task(tmp_path):
-    """The real 2 KiB circuit's fast witness (the replay of its partition cache) from a consistent
-    synthetic C1; the sizes load_key records, taken from the same setup."""
+def test_filecoin_synthesis_bytes_bound_a_fresh_task(tmp_path, partition_cache_2k):
+    """The real 2 KiB circuit's fast witness (the replay of its partition cache, a copy of the
+    session's) from a consistent synthetic C1; the sizes load_key records, taken from the same setup."""
     from cuzk_ray.circuits.filecoin import FilecoinCircuit
     from cuzk_ray.filecoin import c1_synthetic, c2, registry
     from cuzk_ray.filecoin.c1 import write_c1
@@ -89,7 +90,8 @@ def test_filecoin_synthesis_bytes_bound_a_fresh_task(tmp_path):
     proof = registry.registered_seal_proof("StackedDrg2KiBV1_1")
     c1 = c1_synthetic.synthetic_c1(proof, bytes(31) + b"\x07", 1, bytes(32), bytes(32), np.random.default_rng(0))
     write_c1(c1, tmp_path / "c1.json")
-    setup = c2.circuit_setup(proof, tmp_path, "stacked")  # the partition cache, made once here
+    copy_partition_cache(partition_cache_2k, tmp_path)
+    setup = c2.circuit_setup(proof, tmp_path, "stacked")  # read from the cache (digests checked)
     c = FilecoinCircuit((str(tmp_path / "c1.json"),), None, "stacked", proof.name)
     c.meta.update(cache_dir=str(tmp_path), n_wires=setup.recording.cs.n_wires, full_wires=c2.full_wires(setup))
     check_bounds(c.synthesis_bytes(), traced_peak(c.synth_spec(0, 0, 0)))
