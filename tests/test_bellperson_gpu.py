@@ -99,6 +99,34 @@ def test_h_matches_oracle(log_n, c_over_r, rng, monkeypatch):
         assert not cp.array_equal(other, folded), "c ignored: " + what
 
 
+@pytest.mark.parametrize("c_over_r", [False, True])
+@pytest.mark.parametrize("log_n", range(0, 13))
+def test_six_transform_h_matches_oracle_when_c_is_ab(log_n, c_over_r, rng, monkeypatch):
+    """SIX_TRANSFORM_H with c = a b (c_is_ab, as h_from_witness passes it without C on the device),
+    folded and unfolded: the seven-transform oracle's coefficients, bit for bit; the flag off
+    gives the same; another a gives another h."""
+    monkeypatch.setattr(cuda, "SIX_TRANSFORM_H", True)
+    n = 1 << log_n
+    a, b = rand_fr(rng, n), rand_fr(rng, n)
+    if log_n >= 2:
+        a[0], b[1] = R_MOD - 1, 0
+    c = [x * y % R_MOD for x, y in zip(a, b)]
+    abc = device_abc(a, b, c, c_over_r)
+    folded, unfolded = h_both_ways(abc, monkeypatch, c_over_r=c_over_r, c_is_ab=True)
+    what = f"six-transform h m={n} c_over_r={c_over_r}, seed {SEED}"
+    assert folded.shape == (max(n - 1, 0), 4), what
+    assert list(limbs_to_ints(cp.asnumpy(folded))) == h_oracle(tuple(a), tuple(b), tuple(c)), what
+    assert cp.array_equal(folded, unfolded), "folded vs unfolded " + what
+    monkeypatch.setattr(cuda, "SIX_TRANSFORM_H", False)
+    assert cp.array_equal(cuda.compute_h_bellperson_device(abc.copy(), c_over_r=c_over_r, c_is_ab=True), folded)
+    if log_n >= 1:  # negative twin
+        a[-1] = (a[-1] + 1) % R_MOD
+        c = [x * y % R_MOD for x, y in zip(a, b)]
+        monkeypatch.setattr(cuda, "SIX_TRANSFORM_H", True)
+        other = cuda.compute_h_bellperson_device(device_abc(a, b, c, c_over_r), c_over_r=c_over_r, c_is_ab=True)
+        assert not cp.array_equal(other, folded), "a ignored: " + what
+
+
 @pytest.mark.parametrize("bits", [1, 2, 3])
 @pytest.mark.parametrize("log_n", [2, 3, 5, 7])
 def test_h_small_pass_plans(log_n, bits, rng, monkeypatch):

@@ -46,6 +46,20 @@ def test_fast_h_equals_the_reference_bit_for_bit(m):
     assert not np.array_equal(fast.compute_h(a, b, c, d), want)
 
 
+@pytest.mark.parametrize("m", [1, 2, 4, 8, 64, 512])
+def test_h_from_the_product_in_six_transforms_is_bellpersons_when_c_is_ab(m):
+    """The reference of the device's six-transform H (cuda.ntt.SIX_TRANSFORM_H): for c = a b on
+    the domain it equals compute_h; for another c (a witness that does not satisfy) it does not,
+    which is why the device takes it only where it computed c from a and b."""
+    d = ref.bellperson_domain(m)
+    a, b, _ = random_vectors(m, 7 * m)
+    c = a * b % R_MOD
+    assert list(ref.compute_h_from_product(a, b, c, d)) == list(ref.compute_h(a, b, c, d))
+    if m > 1:
+        c[0] = (c[0] + 1) % R_MOD
+        assert list(ref.compute_h_from_product(a, b, c, d)) != list(ref.compute_h(a, b, c, d))
+
+
 def test_fast_h_refuses_a_snarkjs_domain_and_ragged_vectors():
     a, b, c = random_vectors(8, 1)
     with pytest.raises(ValueError, match="need 'native'"):

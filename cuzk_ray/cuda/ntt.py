@@ -49,6 +49,14 @@ THREADS = 256  # pointwise kernels
 # folded, 272.98 with the pass: the passes are compute-bound, so the 24 GiB saved do not show.
 # On because porep32g was measured with it; tests/test_kernels_gpu.py checks both settings.
 FOLD_SCALE = True
+# bellperson's H in six transforms instead of seven where c = a b on the domain (c_is_ab: the
+# device computed c from a and b, spmv.C_FROM_AB): H is the upper half P_hi of the product
+# a(X) b(X) = P_lo + X^n P_hi, and on the odd coset w_2n w^j (where X^n = -1) the product's values
+# are those of P_lo - P_hi, so P_hi = (iNTT(c) - icoset_w2n(a_c b_c)) / 2. Saves one transform
+# (~0.045 s of the 32 GiB partition's ~0.32 s H on the H200, an estimate). CPU reference:
+# ref.bellperson_qap.compute_h_from_product. Off until its GPU test (tests/test_bellperson_gpu.py,
+# six) has run: no machine could be had the session it was written.
+SIX_TRANSFORM_H = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,19 +285,19 @@ def ntt_device(x, inverse: bool = False, shift: int | None = None, domain: Domai
     return out
 
 
-def _inverse_into(src, dst, d: Domain, shift: int, overwrite_src: bool = False) -> None:
-    """dst = the coefficients (natural order) of the polynomials with values src on shift * w^j;
-    src and dst cupy ``uint64[batch, n, 4]``, n > 1, distinct. overwrite_src: src is scratch
-    (no temporary buffer between the passes)."""
+def _inverse_into(src, dst, d: Domain, shift: int, overwrite_src: bool = False, factor: int = 1) -> None:
+    """dst = the coefficients (natural order) of the polynomials with values src on shift * w^j,
+    times ``factor``; src and dst cupy ``uint64[batch, n, 4]``, n > 1, distinct. overwrite_src:
+    src is scratch (no temporary buffer between the passes)."""
     log_n, tw = d.log_n, _omega_table(d)
-    g = pow(shift, -1, d.r)
-    if FOLD_SCALE:  # coefficient i *= g^i / n as the last pass stores it
-        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, (d.n_inv,)),
+    g, scale = pow(shift, -1, d.r), (d.n_inv * factor % d.r,)
+    if FOLD_SCALE:  # coefficient i *= g^i factor / n as the last pass stores it
+        _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, scale=(g, scale),
                     overwrite_src=overwrite_src, curve=d.curve)
     else:
         _run_passes(src, dst, log_n, tw, inverse=True, dit=False, bitrev_out=True, overwrite_src=overwrite_src,
                     curve=d.curve)
-        _scale(dst, dst, log_n, g, (d.n_inv,), bitrev=False, curve=d.curve)
+        _scale(dst, dst, log_n, g, scale, bitrev=False, curve=d.curve)
 
 
 def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
@@ -316,7 +324,8 @@ def compute_h_device(abc, domain: Domain | str | None = None, c_over_r: bool = F
     return h
 
 
-def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_r: bool = False):
+def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_r: bool = False,
+                                c_is_ab: bool = False):
     """bellperson's H (ref.bellperson_qap.compute_h): its m - 1 coefficients as a cupy
     ``uint64[m - 1, 4]`` (a view of an m-row buffer) from a cupy ``uint64[3, m, 4]`` holding
     a, b, c (standard form); overwrites abc. ``domain``: of size m in the "native" convention
@@ -330,6 +339,8 @@ def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_
          the new buffer in natural order and scales coefficient i by g^-i / m as it stores
       6. the first m - 1 coefficients              (the last is 0 for a satisfying witness)
     Cost: compute_h_device's, plus one inverse transform of one vector (ceil(log2 m / 8) passes).
+    c_is_ab: c is a b on the domain (computed so on the device), which allows six transforms
+    instead of seven (SIX_TRANSFORM_H, _h_from_product); the same H then, bit for bit.
     """
     cp = require_cupy()
     n = _abc_size(abc, "compute_h_bellperson_device")
@@ -338,11 +349,37 @@ def compute_h_bellperson_device(abc, domain: Domain | str | None = None, c_over_
         raise ValueError(f"compute_h_bellperson: the domain's roots are {d.convention!r}, need 'native' (7)")
     if d.log_n == 0:
         return cp.empty((0, FR_LIMBS), dtype=cp.uint64)  # m = 1: H has no coefficient
+    if c_is_ab and SIX_TRANSFORM_H:
+        return _h_from_product(abc, d, c_over_r)
     g = COSET_GENERATOR
     _to_coset(abc, d, g, _h_factors(d, c_over_r, pow(pow(g, n, d.r) - 1, -1, d.r)))
     _h_pointwise(abc[2], abc, d.curve)  # element i reads c_i before it writes q_i: in place is safe
     h = cp.empty((1, n, FR_LIMBS), dtype=cp.uint64)
     _inverse_into(abc[2:], h, d, g, overwrite_src=True)
+    return h[0, : n - 1]
+
+
+def _h_from_product(abc, d: Domain, c_over_r: bool):
+    """bellperson's H for c = a b on the domain, in six transforms (SIX_TRANSFORM_H): H = P_hi =
+    (iNTT(c) - icoset_w2n(a_c b_c)) / 2; a cupy ``uint64[m - 1, 4]`` view. Overwrites abc.
+
+      1. c's coefficients / 2 (R too when abc[2] holds c / R), natural order  -> h
+      2. a, b to the odd coset w_2n w^j (b times R, for h_pointwise)          -> abc[0], abc[1]
+      3. q_j = a_j b_j: h_pointwise with c = 0                                 -> abc[2]
+      4. q's coefficients on that coset / 2 (P_lo - P_hi) / 2, natural order  -> abc[0]
+      5. h -= abc[0]                                                          (fr_sub)
+    Cost: 3 inverse + 2 forward transforms of one vector each (compute_h_bellperson_device: 4 + 3),
+    a fill, a product and a subtraction pass."""
+    cp = require_cupy()
+    r, mont = _fr(d.curve)
+    n, half = d.n, pow(2, -1, r)
+    h = cp.empty((1, n, FR_LIMBS), dtype=cp.uint64)
+    _inverse_into(abc[2:], h, d, 1, overwrite_src=True, factor=half * mont % r if c_over_r else half)
+    _to_coset(abc[:2], d, d.omega_2n, (d.n_inv, d.n_inv * mont % r))
+    abc[2].fill(0)
+    _h_pointwise(abc[2], abc, d.curve)
+    _inverse_into(abc[2:], abc[:1], d, d.omega_2n, overwrite_src=True, factor=half)
+    _kernel("fr_sub", d.curve)(((n + THREADS - 1) // THREADS,), (THREADS,), (h[0], h[0], abc[0], np.uint64(n)))
     return h[0, : n - 1]
 
 

@@ -291,4 +291,6 @@ def h_from_witness(dcs: DeviceConstraintSystem, witness, domain: Domain | str | 
     abc = evaluate_abc(dcs, witness, c_over_r=c_over_r, qap=qap)
     if domain is None and dcs.curve != DEFAULT_CURVE:  # None is BLS12-381's domain of that size
         domain = Domain.of(abc.shape[1], "snarkjs", dcs.curve)
-    return h_device_function(qap)(abc, domain, c_over_r=c_over_r)
+    # without C on the device c is a b (C_FROM_AB): bellperson's H may then take six transforms
+    extra = {"c_is_ab": c_over_r} if qap == "bellperson" else {}
+    return h_device_function(qap)(abc, domain, c_over_r=c_over_r, **extra)

@@ -324,6 +324,14 @@ extern "C" __global__ void h_pointwise(u32* h, const u32* abc, u64 n) {
     store(h, i, fmul<true>(a, b) - c);
 }
 
+// out = x - y on n elements, standard form (out may be x): the last step of bellperson's H in six
+// transforms (cuda/ntt.py, compute_h_bellperson_device with c_is_ab). 1 sub.
+extern "C" __global__ void fr_sub(u32* out, const u32* x, const u32* y, u64 n) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    store(out, i, load<fr_params>(x, i) - load<fr_params>(y, i));
+}
+
 // Fill the lower levels of the twiddle table from its top level: tw[d - 1 + r] = w_(2d)^r =
 // w_n^(r n/(2d)) = tw[n/2 - 1 + r (n/2)/d] for d = 1 .. n/4. One gather pass over n/2 entries.
 extern "C" __global__ void twiddle_levels(u32* tw, int log_n) {

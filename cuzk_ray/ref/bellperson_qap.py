@@ -62,6 +62,20 @@ def compute_h(a, b, c, domain: Domain) -> np.ndarray:
     return coset_intt(quotient, COSET_GENERATOR, domain)[:-1]
 
 
+def compute_h_from_product(a, b, c, domain: Domain) -> np.ndarray:
+    """compute_h for c = a b on the domain, in six transforms instead of seven (the CPU reference
+    of cuda.ntt's SIX_TRANSFORM_H): a(X) b(X) = P_lo + X^n P_hi with H = P_hi (a b - c = P_hi Z on
+    the domain, where P_lo + P_hi = c); on the odd coset w_2n w^j, X^n = -1, so a_c b_c are the
+    values of P_lo - P_hi there, and P_hi = (iNTT(c) - icoset_w2n(a_c b_c)) / 2. For another c it
+    is not compute_h: c is never read beyond its coefficients."""
+    domain.check_size(len(a), "bellperson compute_h_from_product")
+    g = domain.omega_2n
+    a_c, b_c = (coset_ntt(intt(np.asarray(x, dtype=object), domain), g, domain) for x in (a, b))
+    low_minus_high = coset_intt(a_c * b_c % R_MOD, g, domain)
+    low_plus_high = intt(np.asarray(c, dtype=object), domain)
+    return ((low_plus_high - low_minus_high) * pow(2, -1, R_MOD) % R_MOD)[:-1]
+
+
 def h_query_scalars(tau: int, domain: Domain) -> np.ndarray:
     """tau^i Z(tau) for i < m - 1: the H query's scalars before the division by delta."""
     z = (pow(tau, domain.n, R_MOD) - 1) % R_MOD
