@@ -368,7 +368,7 @@ def _h_from_product(abc, d: Domain, c_over_r: bool):
       3. q_j = a_j b_j: h_pointwise with c = 0                                 -> abc[2]
       4. q's coefficients on that coset / 2 (P_lo - P_hi) / 2, natural order  -> abc[0]
       5. h -= abc[0]                                                          (fr_sub)
-    Cost: 3 inverse + 2 forward transforms of one vector each (compute_h_bellperson_device: 4 + 3),
+    Cost: 4 inverse + 2 forward transforms of one vector each (compute_h_bellperson_device: 4 + 3),
     a fill, a product and a subtraction pass."""
     cp = require_cupy()
     r, mont = _fr(d.curve)
