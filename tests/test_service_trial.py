@@ -33,7 +33,9 @@ def test_the_filecoin_c2_trial_with_c1_copies_survives_a_kill(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     table = json.loads((tmp_path / "trial.json").read_text())
     assert table["A: filecoin-c2 proofs done"] == "3" and table["B: filecoin-c2 proofs done"] == "3"
-    assert table["B: proofs done at the kill"] == "1"
+    # the kill lands mid-batch: after the first proof, before the last (two proofs can finish in one
+    # step of the service's loop, their MultiProofs made side by side: then 2 are done at the kill)
+    assert 1 <= int(table["B: proofs done at the kill"]) < 3
     assert table["A: every partition verified again (jobs/verify.py)"] == "True 3/3 partitions OK"
     assert table["B: every partition verified again (jobs/verify.py)"] == "True 3/3 partitions OK"
     assert table["proofs with a partition proved twice"] == "none"
