@@ -22,32 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "jobs"))
 
-
-def random_witness(cp, n: int, seed: int):
-    """n pseudo-random Fr elements below r, standard form, as a checked FrVector on the device
-    (uint64[n, 4]: a multiplicative hash of the index, the top limb reduced below r's)."""
-    from cuzk_ray.cuda.device import check_fr
-    from cuzk_ray.field import R_MOD
-
-    x = cp.arange(n * 4, dtype=cp.uint64) + cp.uint64(seed)
-    x *= cp.uint64(0x9E3779B97F4A7C15)
-    x ^= x >> cp.uint64(31)
-    x *= cp.uint64(0xBF58476D1CE4E5B9)
-    w = x.reshape(n, 4)
-    w[:, 3] %= cp.uint64(R_MOD >> 192)
-    return check_fr(w, "witness")
-
-
-def median_ms(cp, fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        fn()
-        cp.cuda.Device().synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
+from bench_kernels import random_fr, time_ms  # noqa: E402  (the kernel bench's random limbs and CUDA-event timing)
 
 
 def measure(cp, cs, w, n: int, long_row: int | None, six: bool, runs: int) -> tuple:
@@ -60,11 +37,11 @@ def measure(cp, cs, w, n: int, long_row: int | None, six: bool, runs: int) -> tu
     cuda_spmv.LONG_ROW, cuda_ntt.SIX_TRANSFORM_H = long_row, six
     dcs = cuda_spmv.DeviceConstraintSystem(cs)
     out = cp.empty((n, 4), dtype=cp.uint64)
-    a_ms = median_ms(cp, lambda: dcs.A.matvec_into(out, w.limbs), runs)
+    a_ms = time_ms(cp, lambda: dcs.A.matvec_into(out, w.limbs), runs)
     a = out.copy()
-    b_ms = median_ms(cp, lambda: dcs.B.matvec_into(out, w.limbs), runs)
+    b_ms = time_ms(cp, lambda: dcs.B.matvec_into(out, w.limbs), runs)
     b = out.copy()
-    h_ms = median_ms(cp, lambda: cuda_spmv.h_from_witness(dcs, w, qap="bellperson"), runs)
+    h_ms = time_ms(cp, lambda: cuda_spmv.h_from_witness(dcs, w, qap="bellperson"), runs)
     h = cuda_spmv.h_from_witness(dcs, w, qap="bellperson").copy()
     label = "all" if long_row is None else f"<= {long_row} terms"
     print(f"| {label} | {int(dcs.A.long_rows.shape[0])} | {6 if six else 7} | {a_ms:.2f} | {b_ms:.2f} | {h_ms:.2f} |",
@@ -80,6 +57,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from cuzk_ray.cuda import spmv as cuda_spmv
+    from cuzk_ray.cuda.device import check_fr
     from cuzk_ray.filecoin.circuit.partition_cache import cache_paths
     from cuzk_ray.filecoin.circuit.partition_record import load_partition_recording
     from cuzk_ray.filecoin.registry import registered_seal_proof
@@ -94,7 +72,7 @@ def main() -> int:
     n = bellperson_domain(cs.n_constraints).n
     print(f"recording: {cs.n_constraints} constraints, {cs.n_wires} wires, nnz A {cs.A.nnz} B {cs.B.nnz}, "
           f"domain {n} ({time.perf_counter() - t0:.1f} s)", flush=True)
-    w = random_witness(cp, cs.n_wires, 7)
+    w = check_fr(random_fr(cp, (cs.n_wires, 4), 7), "witness")
     print("| rows of a thread | long rows (A) | H transforms | A.w ms | B.w ms | h from the witness ms |")
     print("|---|---:|---:|---:|---:|---:|")
     ways = [(None, False), (cuda_spmv.LONG_ROW or 16, False), (cuda_spmv.LONG_ROW or 16, True)]
