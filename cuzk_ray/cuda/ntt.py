@@ -54,9 +54,9 @@ FOLD_SCALE = True
 # a(X) b(X) = P_lo + X^n P_hi, and on the odd coset w_2n w^j (where X^n = -1) the product's values
 # are those of P_lo - P_hi, so P_hi = (iNTT(c) - icoset_w2n(a_c b_c)) / 2. Saves one transform
 # (~0.045 s of the 32 GiB partition's ~0.32 s H on the H200, an estimate). CPU reference:
-# ref.bellperson_qap.compute_h_from_product. Off until its GPU test (tests/test_bellperson_gpu.py,
-# six) has run: no machine could be had the session it was written.
-SIX_TRANSFORM_H = False
+# ref.bellperson_qap.compute_h_from_product; tests/test_bellperson_gpu.py (six) checks it against
+# the seven-transform oracle. False: seven transforms (jobs/bench_spmv_filecoin.py times both).
+SIX_TRANSFORM_H = True
 
 
 # ---------------------------------------------------------------------------------------------

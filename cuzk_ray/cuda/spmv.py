@@ -42,10 +42,8 @@ FAST = True  # add/sub for codes 0/1 (False: multiply by the table entry; for me
 # Rows of more terms than this are summed a warp each (spmv_csr_long), the rest a thread each:
 # at 32 GiB the real PoRep circuit's A has 313 K rows of 17-929 terms among 130 M of 1-3, which
 # held the thread-per-row kernel's warps (8.4 % of its lanes busy). None: every row a thread
-# (the kernel as it was). Off until its GPU test (tests/test_spmv_gpu.py, long_rows) and the A/B on
-# the real matrices (jobs/bench_spmv_filecoin.py) have run on a GPU: no machine could be had the
-# session it was written; the planned value is 16.
-LONG_ROW: int | None = None
+# (the kernel as it was; jobs/bench_spmv_filecoin.py times both on the real matrices).
+LONG_ROW: int | None = 16
 LONG_ROWS_CHUNK = 1 << 24  # rows measured at once when the long ones are listed (a 128 MiB temporary)
 
 
