@@ -1,8 +1,8 @@
 """The development setup's scalars on the CPU (fast/setup_scalars.py, what generate_key uses)
 equal the Python-int reference (groth16.setup.setup_scalars_cpu) bit for bit: both H conventions,
 CsrMatrix and CodedCsr matrices, several sizes and public-input counts; tau on the domain is
-refused as the reference refuses it. (The real 2 KiB PoRep circuit, 2.69 M constraints: equal, 5.0 s
-against 30.8 s on the 2-core dev box; too slow for CI through the reference.)"""
+refused as the reference refuses it. (The real 2 KiB PoRep circuit, 2.69 M constraints, is too slow
+through the reference for CI: jobs/bench_setup_scalars.py compares the two there, docs/BENCHMARKS.md.)"""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..domain import domain_size, resolve
-from ..field import FR_LIMBS, R_MOD
+from ..field import FR_LIMBS, R_MOD, fr_to_limbs, limbs_to_ints
 from ..r1cs import ConstraintSystem
 from ..ref import bellperson_qap
 from .fr_kernels import load_row, mod_add, mod_sub, mont_mul, powers_mont, store_row
@@ -72,10 +72,6 @@ def scale_into(x, s, out):
         store_row(out, i, mont_mul(*load_row(x, i), *load_row(s, 0)))
 
 
-def _standard(value: int) -> np.ndarray:
-    return np.frombuffer((value % R_MOD).to_bytes(32, "little"), dtype="<u8").reshape(1, FR_LIMBS).copy()
-
-
 def lagrange_values(tau: int, omega: int, start: int, n: int, scale: int) -> np.ndarray:
     """scale x_j / (tau - x_j) for the n points x_j = start omega^j, standard-form limbs;
     ZeroDivisionError when tau is one of them (as the reference's batch inverse)."""
@@ -89,8 +85,9 @@ def lagrange_values(tau: int, omega: int, start: int, n: int, scale: int) -> np.
         raise ZeroDivisionError(f"dev setup: tau is the domain point {zero} (tau - x_{zero} = 0)")
     out = np.empty_like(roots)
     if n:
-        total = int.from_bytes(np.ascontiguousarray(prefix[-1]).tobytes(), "little") * pow(2, -256, R_MOD) % R_MOD
-        lagrange_from_prefix(roots, tau_rows, prefix, mont_value(pow(total, -1, R_MOD)), _standard(scale), out)
+        total = int(limbs_to_ints(prefix[-1:])[0]) * pow(2, -256, R_MOD) % R_MOD  # out of Montgomery form
+        lagrange_from_prefix(roots, tau_rows, prefix, mont_value(pow(total, -1, R_MOD)), fr_to_limbs([scale % R_MOD]),
+                             out)
     return out
 
 
@@ -112,9 +109,8 @@ def setup_scalars_fast(cs: ConstraintSystem, tau: int, alpha: int, beta: int, ga
     u, v, w = (np.empty((cs.n_wires, FR_LIMBS), dtype=np.uint64) for _ in range(3))
     for mat, out in ((cs.A, u), (cs.B, v), (cs.C, w)):
         transposed_matvec_into(mat, lag[:m], out, R_MOD)
-    if qap == "snarkjs":  # A' = A with the public-input rows m + s -> wire s
-        combine_into(u[: p + 1], np.zeros((p + 1, FR_LIMBS), np.uint64), lag[m : m + p + 1], mont_value(1),
-                     mont_value(0), u[: p + 1])
+    if qap == "snarkjs":  # A' = A with the public-input rows m + s -> wire s (p + 1 values: Python ints)
+        u[: p + 1] = fr_to_limbs((limbs_to_ints(u[: p + 1]) + limbs_to_ints(lag[m : m + p + 1])) % R_MOD)
     lc = np.empty_like(u)
     combine_into(u, v, w, mont_value(beta), mont_value(alpha), lc)
     ic, l_ = np.empty_like(lc[: p + 1]), np.empty_like(lc[p + 1 :])
@@ -125,7 +121,7 @@ def setup_scalars_fast(cs: ConstraintSystem, tau: int, alpha: int, beta: int, ga
         h_mont = np.empty((max(n - 1, 1), FR_LIMBS), dtype=np.uint64)
         powers_mont(mont_value(tau), mont_value(zn * delta_inv), h_mont)
         h = np.empty_like(h_mont[: n - 1])
-        scale_into(h_mont[: n - 1], _standard(1), h)
+        scale_into(h_mont[: n - 1], fr_to_limbs([1]), h)
     else:  # L^(2n)_(2j+1)(tau) / delta: the odd points w2^(2j+1) of the 2n domain
         w2 = dom.omega_2n
         z2n = (pow(tau, 2 * n, R_MOD) - 1) % R_MOD

@@ -71,15 +71,13 @@ def transposed_matvec_into(m: CsrMatrix | CodedCsr, x: np.ndarray, out: np.ndarr
     """out[:] = m^T . x over Z/modulus (out: a row per column of m; x: reduced standard-form limbs,
     one per row of m): the entries regrouped by column (a stable sort: each column's rows in
     order) and summed by row_sums, as the development setup's u, v, w = A^T lag, ... need."""
-    if isinstance(m, CodedCsr):
-        cols, codes, table = np.asarray(m.indices, dtype=np.int64), m.codes, m.table
-    else:
-        cols, codes, table = np.asarray(m.indices, dtype=np.int64), np.arange(m.nnz, dtype=np.int64), m.data
+    cols = np.asarray(m.indices, dtype=np.int64)
     order = np.argsort(cols, kind="stable")
+    codes, table = (m.codes[order], m.table) if isinstance(m, CodedCsr) else (order, m.data)
     rows = np.repeat(np.arange(m.n_rows, dtype=np.int64), np.diff(m.indptr))[order]
     indptr = np.zeros(m.n_cols + 1, dtype=np.int64)
     np.cumsum(np.bincount(cols, minlength=m.n_cols), out=indptr[1:])
-    kernels_for(modulus).row_sums(indptr, rows, np.ascontiguousarray(codes[order]), _reduced(table, modulus), x, out)
+    kernels_for(modulus).row_sums(indptr, rows, np.ascontiguousarray(codes), _reduced(table, modulus), x, out)
 
 
 def evaluations(cs: ConstraintSystem, witness: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
